@@ -1,0 +1,34 @@
+package channelpubsub_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+)
+
+func TestConformance(t *testing.T) {
+	pubsubtest.Run(t, pubsubtest.Harness{
+		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+			ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{
+				// The suite enqueues up to 200 messages before it dequeues;
+				// the default capacity would block it (backpressure is
+				// tested on its own in topic_test.go).
+				Capacity:    256,
+				Retry:       cfg.Retry,
+				Lease:       cfg.Lease,
+				MaxDataSize: cfg.MaxDataSize,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ps.Close() })
+			return ps
+		},
+		Register: func(_ testing.TB, ctx context.Context) error {
+			return channelpubsub.Register(ctx)
+		},
+	})
+}

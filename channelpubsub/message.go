@@ -1,0 +1,203 @@
+package channelpubsub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+type state uint8
+
+const (
+	stReady state = iota
+	stScheduled
+	stProcessing
+	stDone
+	stDead
+)
+
+// entry is a message as the queue keeps it, across all its deliveries.
+type entry struct {
+	q    *queue
+	id   uint64
+	data []byte
+
+	leaseUntil atomic.Int64 // by the PubSub's coarse clock; written under mu
+
+	mu      sync.Mutex
+	state   state
+	attempt int
+	token   uint64      // which delivery holds the lease
+	timer   *time.Timer // the wait while scheduled
+	lastErr string
+	diedAt  time.Time
+}
+
+func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
+
+// deliver leases e to a consumer and returns that delivery.
+func (e *entry) deliver() *message {
+	e.mu.Lock()
+	e.attempt++
+	e.token++
+	e.state = stProcessing
+	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
+	m := &message{e: e, token: e.token, attempt: e.attempt}
+	e.mu.Unlock()
+	e.q.addInflight(e)
+	return m
+}
+
+// fire runs when e's timer goes off: a scheduled message becomes ready.
+func (e *entry) fire() {
+	q := e.q
+	if q.ps.isClosed() {
+		return
+	}
+	e.mu.Lock()
+	if e.state != stScheduled {
+		e.mu.Unlock()
+		return
+	}
+	q.mu.Lock()
+	delete(q.scheduled, e)
+	q.mu.Unlock()
+	e.state = stReady
+	e.mu.Unlock()
+	q.push(e)
+}
+
+// expire ends a delivery whose lease ran out before now: the message goes
+// to another consumer, or is dead when its attempts are exhausted.
+func (e *entry) expire(now int64) {
+	q := e.q
+	e.mu.Lock()
+	if e.state != stProcessing || e.leaseUntil.Load() >= now {
+		e.mu.Unlock() // settled or extended meanwhile
+		return
+	}
+	q.removeInflight(e)
+	if q.ps.opts.Retry.Exhausted(e.attempt) {
+		q.bury(e, "lease expired")
+		e.mu.Unlock()
+		return
+	}
+	e.state = stReady
+	e.mu.Unlock()
+	q.push(e)
+}
+
+func (e *entry) stopTimer() {
+	e.mu.Lock()
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.mu.Unlock()
+}
+
+// message is one delivery of an entry.
+type message struct {
+	e       *entry
+	token   uint64
+	attempt int
+	settled bool // guarded by e.mu
+}
+
+var (
+	_ pubsub.Message       = (*message)(nil)
+	_ pubsub.Attempter     = (*message)(nil)
+	_ pubsub.LeaseExtender = (*message)(nil)
+	_ pubsub.Failer        = (*message)(nil)
+	_ pubsub.Rejecter      = (*message)(nil)
+)
+
+func (m *message) ID() string   { return m.e.ID() }
+func (m *message) Data() []byte { return m.e.data }
+func (m *message) Attempt() int { return m.attempt }
+
+// Ack settles the message for good.
+func (m *message) Ack(context.Context) error {
+	return m.settle("ack", func(e *entry) { e.state = stDone })
+}
+
+// Nack gives the message back for redelivery after the retry policy's
+// backoff, or makes it dead when its attempts are exhausted.
+func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
+
+// Fail is Nack keeping reason, shown if the message ends up dead.
+func (m *message) Fail(_ context.Context, reason error) error {
+	return m.settle("nack", func(e *entry) {
+		if reason != nil {
+			e.lastErr = reason.Error()
+		}
+		retry := e.q.ps.opts.Retry
+		if retry.Exhausted(e.attempt) {
+			e.q.bury(e, e.lastErr)
+			return
+		}
+		e.q.schedule(e, retry.Backoff(e.attempt))
+	})
+}
+
+// Reject makes the message dead at once, keeping reason.
+func (m *message) Reject(_ context.Context, reason error) error {
+	return m.settle("reject", func(e *entry) {
+		msg := "rejected"
+		if reason != nil {
+			msg = reason.Error()
+		}
+		e.q.bury(e, msg)
+	})
+}
+
+// ExtendLease moves the lease deadline to now+d.
+func (m *message) ExtendLease(_ context.Context, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("channelpubsub: extend lease of message %s by %v: want a positive duration", m.ID(), d)
+	}
+	e := m.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := m.check("extend lease"); err != nil {
+		return err
+	}
+	e.leaseUntil.Store(e.q.ps.leaseEnd(d))
+	return nil
+}
+
+// settle runs f on the entry if this delivery still holds its lease.
+func (m *message) settle(op string, f func(*entry)) error {
+	e := m.e
+	e.mu.Lock()
+	if err := m.check(op); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	m.settled = true
+	e.q.removeInflight(e)
+	f(e)
+	e.mu.Unlock()
+	return nil
+}
+
+// check says why this delivery can no longer be settled. Called with e.mu held.
+func (m *message) check(op string) error {
+	var err error
+	switch e := m.e; {
+	case m.settled:
+		err = pubsub.ErrSettled
+	case e.q.ps.isClosed():
+		err = pubsub.ErrClosed
+	case e.token != m.token || e.state != stProcessing:
+		err = pubsub.ErrLeaseExpired
+	}
+	if err != nil {
+		return fmt.Errorf("channelpubsub: %s message %s (attempt %d) on topic %q: %w", op, m.ID(), m.attempt, m.e.q.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package channelpubsub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// PubSub is the in-process backend. Create it with New or NewWithOptions;
+// stop it with Close.
+type PubSub struct {
+	opts       Options
+	closed     chan struct{}
+	isShut     atomic.Bool // closed, readable without a select
+	once       sync.Once
+	wg         sync.WaitGroup // the lease sweeper, and redeliveries waiting for room
+	clock      atomic.Int64   // unix nanoseconds, advanced by the sweeper
+	sweepEvery time.Duration
+
+	mu     sync.Mutex
+	queues map[string]*queue
+
+	nextID atomic.Uint64
+}
+
+var _ pubsub.PubSub = (*PubSub)(nil)
+
+// New returns a PubSub with the default Options.
+func New() *PubSub {
+	ps, err := NewWithOptions(Options{})
+	if err != nil {
+		panic(err) // the zero Options are always valid
+	}
+	return ps
+}
+
+// NewWithOptions returns a PubSub configured by opts, or an error naming the
+// first field of opts that makes no sense.
+func NewWithOptions(opts Options) (*PubSub, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ps := &PubSub{opts: o, closed: make(chan struct{}), queues: make(map[string]*queue)}
+	ps.sweepEvery = min(max(o.Lease/8, 5*time.Millisecond), 250*time.Millisecond)
+	ps.clock.Store(time.Now().UnixNano())
+	ps.wg.Add(1)
+	go ps.sweep()
+	return ps, nil
+}
+
+// sweep owns the coarse clock leases are measured with, and hands out again
+// every message whose lease ran out. Reading a clock and arming a timer per
+// delivery cost more than the rest of a round trip; a lease instead ends
+// between Lease and Lease plus two sweeps after its delivery.
+func (ps *PubSub) sweep() {
+	defer ps.wg.Done()
+	tick := time.NewTicker(ps.sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ps.closed:
+			return
+		case now := <-tick.C:
+			ps.clock.Store(now.UnixNano())
+			ps.mu.Lock()
+			qs := make([]*queue, 0, len(ps.queues))
+			for _, q := range ps.queues {
+				qs = append(qs, q)
+			}
+			ps.mu.Unlock()
+			for _, q := range qs {
+				q.expireLeases(now.UnixNano())
+			}
+		}
+	}
+}
+
+// leaseEnd is when a lease of d taken now ends, by the coarse clock; it
+// rounds up by one sweep so that a lease never ends early.
+func (ps *PubSub) leaseEnd(d time.Duration) int64 {
+	return ps.clock.Load() + int64(d) + int64(ps.sweepEvery)
+}
+
+// Topic returns a handle on the topic name. Handles on one name share its
+// messages; closing a handle does not affect the others. A name that
+// pubsub.ValidateTopicName rejects gives a handle whose methods all return
+// that error.
+func (ps *PubSub) Topic(name string) pubsub.Topic {
+	if err := pubsub.ValidateTopicName(name); err != nil {
+		return invalidTopic{err: fmt.Errorf("channelpubsub: %w", err)}
+	}
+	return &topic{q: ps.queue(name), closed: make(chan struct{})}
+}
+
+// Close stops the PubSub: every topic handle returns pubsub.ErrClosed from
+// then on, blocked calls return, pending timers are stopped and the
+// goroutines it started (a lease sweeper, and redeliveries waiting for room)
+// have ended when Close returns. Messages still held
+// are dropped with the process's memory. A second Close returns
+// pubsub.ErrClosed.
+func (ps *PubSub) Close() error {
+	err := fmt.Errorf("channelpubsub: %w", pubsub.ErrClosed)
+	ps.once.Do(func() {
+		err = nil
+		ps.isShut.Store(true)
+		close(ps.closed)
+		ps.mu.Lock()
+		qs := make([]*queue, 0, len(ps.queues))
+		for _, q := range ps.queues {
+			qs = append(qs, q)
+		}
+		ps.mu.Unlock()
+		for _, q := range qs {
+			q.stopTimers()
+		}
+		ps.wg.Wait()
+	})
+	return err
+}
+
+// Shutdown closes ps; it lets a dependency injector stop it.
+func (ps *PubSub) Shutdown(context.Context) error { return ps.Close() }
+
+func (ps *PubSub) isClosed() bool { return ps.isShut.Load() }
+
+func (ps *PubSub) queue(name string) *queue {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	q, ok := ps.queues[name]
+	if !ok {
+		q = newQueue(ps, name)
+		ps.queues[name] = q
+	}
+	return q
+}
+
+// invalidTopic is the handle for a name that cannot name a topic.
+type invalidTopic struct{ err error }
+
+func (t invalidTopic) Enqueue(context.Context, []byte) error           { return t.err }
+func (t invalidTopic) Dequeue(context.Context) (pubsub.Message, error) { return nil, t.err }
+func (t invalidTopic) Close() error                                    { return t.err }

@@ -1,0 +1,274 @@
+package channelpubsub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// queue is the state of one topic, shared by all its handles.
+type queue struct {
+	ps   *PubSub
+	name string
+	ch   chan *entry // ready messages, in order
+
+	waiting atomic.Int64 // ready messages waiting for room in ch
+
+	// inflight holds the messages leased to consumers, sharded by ID so
+	// that concurrent consumers rarely meet on one lock.
+	inflight [inflightShards]inflightShard
+
+	mu        sync.Mutex
+	scheduled map[*entry]struct{} // delayed or backing off
+	dead      []*entry            // oldest death first
+}
+
+const inflightShards = 16
+
+type inflightShard struct {
+	mu sync.Mutex
+	m  map[*entry]struct{}
+	_  [40]byte // keep shards on separate cache lines
+}
+
+func newQueue(ps *PubSub, name string) *queue {
+	q := &queue{
+		ps:        ps,
+		name:      name,
+		ch:        make(chan *entry, ps.opts.Capacity),
+		scheduled: make(map[*entry]struct{}),
+	}
+	for i := range q.inflight {
+		q.inflight[i].m = make(map[*entry]struct{})
+	}
+	return q
+}
+
+func (q *queue) newEntry(data []byte) *entry {
+	return &entry{q: q, id: q.ps.nextID.Add(1), data: append([]byte{}, data...)}
+}
+
+// push makes e ready: into the channel if there is room, else a goroutine
+// owned by the PubSub waits for room (redeliveries must never block the
+// timer or the consumer that caused them).
+func (q *queue) push(e *entry) {
+	select {
+	case q.ch <- e:
+		return
+	default:
+	}
+	if q.ps.isClosed() {
+		return
+	}
+	q.waiting.Add(1)
+	q.ps.wg.Add(1)
+	go func() {
+		defer q.ps.wg.Done()
+		defer q.waiting.Add(-1)
+		select {
+		case q.ch <- e:
+		case <-q.ps.closed:
+		}
+	}()
+}
+
+// schedule makes e ready after delay. Called with e.mu held.
+func (q *queue) schedule(e *entry, delay time.Duration) {
+	e.state = stScheduled
+	q.mu.Lock()
+	q.scheduled[e] = struct{}{}
+	q.mu.Unlock()
+	if e.timer == nil {
+		e.timer = time.AfterFunc(delay, e.fire)
+	} else {
+		e.timer.Reset(delay)
+	}
+}
+
+// stopTimers stops the timers of every scheduled message; the PubSub is
+// closed, so none is armed again.
+func (q *queue) stopTimers() {
+	q.mu.Lock()
+	es := make([]*entry, 0, len(q.scheduled))
+	for e := range q.scheduled {
+		es = append(es, e)
+	}
+	q.mu.Unlock()
+	for _, e := range es { // e.mu is taken before q.mu, never after
+		e.stopTimer()
+	}
+}
+
+func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, handleClosed <-chan struct{}) error {
+	if err := pubsub.CheckSize(data, q.ps.opts.MaxDataSize); err != nil {
+		return fmt.Errorf("channelpubsub: enqueue on topic %q: %w", q.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e := q.newEntry(data)
+	if !at.IsZero() {
+		if delay := time.Until(at); delay > 0 {
+			e.mu.Lock()
+			q.schedule(e, delay)
+			e.mu.Unlock()
+			return nil
+		}
+	}
+	select {
+	case q.ch <- e:
+		return nil
+	default:
+	}
+	select {
+	case q.ch <- e:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-handleClosed:
+		return q.closedErr()
+	case <-q.ps.closed:
+		return q.closedErr()
+	}
+}
+
+func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubsub.Message, error) {
+	var e *entry
+	select {
+	case e = <-q.ch:
+	default:
+		select {
+		case e = <-q.ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-handleClosed:
+			return nil, q.closedErr()
+		case <-q.ps.closed:
+			return nil, q.closedErr()
+		}
+	}
+	return e.deliver(), nil
+}
+
+// expireLeases hands out again, or buries, every message whose lease ended
+// before now.
+func (q *queue) expireLeases(now int64) {
+	var expired []*entry
+	for i := range q.inflight {
+		sh := &q.inflight[i]
+		sh.mu.Lock()
+		for e := range sh.m {
+			if e.leaseUntil.Load() < now {
+				expired = append(expired, e)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	for _, e := range expired {
+		e.expire(now)
+	}
+}
+
+func (q *queue) closedErr() error {
+	return fmt.Errorf("channelpubsub: topic %q: %w", q.name, pubsub.ErrClosed)
+}
+
+func (q *queue) addInflight(e *entry) {
+	sh := &q.inflight[e.id%inflightShards]
+	sh.mu.Lock()
+	sh.m[e] = struct{}{}
+	sh.mu.Unlock()
+}
+
+func (q *queue) removeInflight(e *entry) {
+	sh := &q.inflight[e.id%inflightShards]
+	sh.mu.Lock()
+	delete(sh.m, e)
+	sh.mu.Unlock()
+}
+
+func (q *queue) countInflight() int64 {
+	var n int64
+	for i := range q.inflight {
+		sh := &q.inflight[i]
+		sh.mu.Lock()
+		n += int64(len(sh.m))
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// bury records e as dead. Called with e.mu held, e no longer in flight.
+func (q *queue) bury(e *entry, reason string) {
+	e.state = stDead
+	e.lastErr = reason
+	e.diedAt = time.Now()
+	q.mu.Lock()
+	q.dead = append(q.dead, e)
+	q.mu.Unlock()
+}
+
+func (q *queue) listDead(limit int) []pubsub.DeadMessage {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.dead)
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	out := make([]pubsub.DeadMessage, 0, n)
+	for _, e := range q.dead[:n] {
+		out = append(out, pubsub.DeadMessage{
+			ID:        e.ID(),
+			Data:      append([]byte{}, e.data...),
+			Attempts:  e.attempt,
+			LastError: e.lastErr,
+			DiedAt:    e.diedAt,
+		})
+	}
+	return out
+}
+
+// takeDead removes the dead entries that match and returns them.
+func (q *queue) takeDead(match func(*entry) bool) []*entry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var taken []*entry
+	kept := q.dead[:0]
+	for _, e := range q.dead {
+		if match(e) {
+			taken = append(taken, e)
+		} else {
+			kept = append(kept, e)
+		}
+	}
+	clear(q.dead[len(kept):])
+	q.dead = kept
+	return taken
+}
+
+func (q *queue) requeue(es []*entry) {
+	for _, e := range es {
+		e.mu.Lock()
+		e.attempt = 0
+		e.lastErr = ""
+		e.state = stReady
+		e.mu.Unlock()
+		q.push(e)
+	}
+}
+
+func (q *queue) stats() pubsub.Stats {
+	processing := q.countInflight()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return pubsub.Stats{
+		Ready:      int64(len(q.ch)) + q.waiting.Load(),
+		Scheduled:  int64(len(q.scheduled)),
+		Processing: processing,
+		Dead:       int64(len(q.dead)),
+	}
+}

@@ -1,0 +1,146 @@
+package channelpubsub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// topic is one handle on a queue.
+type topic struct {
+	q        *queue
+	once     sync.Once
+	closed   chan struct{}
+	isClosed atomic.Bool
+}
+
+var (
+	_ pubsub.Topic         = (*topic)(nil)
+	_ pubsub.Delayer       = (*topic)(nil)
+	_ pubsub.BatchEnqueuer = (*topic)(nil)
+	_ pubsub.DeadLetters   = (*topic)(nil)
+	_ pubsub.Stater        = (*topic)(nil)
+)
+
+// Enqueue adds a copy of data. On a full topic it blocks until there is
+// room or ctx ends.
+func (t *topic) Enqueue(ctx context.Context, data []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	return t.q.enqueue(ctx, data, time.Time{}, t.closed)
+}
+
+// EnqueueAt adds a copy of data, to be delivered no earlier than at.
+func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	return t.q.enqueue(ctx, data, at, t.closed)
+}
+
+// EnqueueBatch checks every item, then enqueues them in order. Messages in
+// memory cannot be half-written, but a ctx that ends while the topic is
+// full leaves the items before it enqueued; the error says how many.
+func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	for i, d := range data {
+		if err := pubsub.CheckSize(d, t.q.ps.opts.MaxDataSize); err != nil {
+			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, t.q.name, err)
+		}
+	}
+	for i, d := range data {
+		if err := t.q.enqueue(ctx, d, time.Time{}, t.closed); err != nil {
+			return fmt.Errorf("channelpubsub: batch on topic %q stopped after %d of %d items: %w", t.q.name, i, len(data), err)
+		}
+	}
+	return nil
+}
+
+// Dequeue blocks until a message is ready, ctx ends, or the topic closes.
+func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t.q.dequeue(ctx, t.closed)
+}
+
+// Close closes this handle; other handles on the topic, and the messages,
+// are untouched. Deliveries already made can still be settled. A second
+// Close returns pubsub.ErrClosed.
+func (t *topic) Close() error {
+	err := t.q.closedErr()
+	t.once.Do(func() {
+		t.isClosed.Store(true)
+		close(t.closed)
+		err = nil
+	})
+	return err
+}
+
+// ListDead returns up to limit dead messages (all if limit <= 0), oldest
+// death first.
+func (t *topic) ListDead(_ context.Context, limit int) ([]pubsub.DeadMessage, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return t.q.listDead(limit), nil
+}
+
+// RequeueDead makes the dead message id ready again with a fresh attempt count.
+func (t *topic) RequeueDead(_ context.Context, id string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("channelpubsub: requeue %q on topic %q: %w", id, t.q.name, pubsub.ErrNotFound)
+	}
+	es := t.q.takeDead(func(e *entry) bool { return e.id == n })
+	if len(es) == 0 {
+		return fmt.Errorf("channelpubsub: requeue %q on topic %q: no dead message with that id: %w", id, t.q.name, pubsub.ErrNotFound)
+	}
+	t.q.requeue(es)
+	return nil
+}
+
+// RequeueAllDead makes every dead message ready again.
+func (t *topic) RequeueAllDead(context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	es := t.q.takeDead(func(*entry) bool { return true })
+	t.q.requeue(es)
+	return len(es), nil
+}
+
+// PurgeDead forgets every dead message.
+func (t *topic) PurgeDead(context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	return len(t.q.takeDead(func(*entry) bool { return true })), nil
+}
+
+// Stats counts the topic's messages. OldestReady is not tracked by this
+// backend and is always 0.
+func (t *topic) Stats(context.Context) (pubsub.Stats, error) {
+	if err := t.check(); err != nil {
+		return pubsub.Stats{}, err
+	}
+	return t.q.stats(), nil
+}
+
+func (t *topic) check() error {
+	if t.isClosed.Load() || t.q.ps.isClosed() {
+		return t.q.closedErr()
+	}
+	return nil
+}

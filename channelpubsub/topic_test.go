@@ -1,0 +1,140 @@
+package channelpubsub_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+func TestEnqueueBlocksWhenFull(t *testing.T) {
+	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	tp := ps.Topic("full")
+	ctx := context.Background()
+	for i := range 2 {
+		if err := tp.Enqueue(ctx, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := tp.Enqueue(short, []byte{2}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Enqueue on a full topic: %v, want it to block until ctx ends", err)
+	}
+	// The refused message was not added: room for exactly one more.
+	m, err := tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Ack(ctx)
+	done := make(chan error, 1)
+	go func() { done <- tp.Enqueue(ctx, []byte{3}) }()
+	if err := <-done; err != nil {
+		t.Fatalf("Enqueue after room was made: %v", err)
+	}
+	for _, want := range []byte{1, 3} {
+		m, err := tp.Dequeue(ctx)
+		if err != nil || m.Data()[0] != want {
+			t.Fatalf("Dequeue = %v, %v; want message %d", m, err, want)
+		}
+		_ = m.Ack(ctx)
+	}
+	s, err := pubsub.TopicStats(ctx, tp)
+	if err != nil || s != (pubsub.Stats{}) {
+		t.Fatalf("Stats = %+v, %v; want an empty topic", s, err)
+	}
+}
+
+func TestRedeliveryIntoAFullTopicWaits(t *testing.T) {
+	// A nacked message whose topic is full waits for room; it is not lost
+	// and does not block the consumer that nacked it.
+	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{
+		Capacity: 1,
+		Retry:    pubsub.RetryPolicy{MinBackoff: time.Millisecond, Jitter: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx := context.Background()
+	tp := ps.Topic("t")
+	_ = tp.Enqueue(ctx, []byte("first"))
+	m, _ := tp.Dequeue(ctx)
+	_ = tp.Enqueue(ctx, []byte("second")) // fills the topic
+	if err := m.Nack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[string(m.Data())] = true
+		_ = m.Ack(ctx)
+	}
+	if !got["first"] || !got["second"] {
+		t.Fatalf("got %v, want first and second", got)
+	}
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tp := ps.Topic("t")
+	_ = tp.Enqueue(ctx, []byte("leased"))
+	leased, _ := tp.Dequeue(ctx)
+	_ = pubsub.EnqueueDelayed(ctx, tp, []byte("later"), time.Hour)
+	_ = tp.Enqueue(ctx, []byte("fills"))
+	blocked := make(chan error, 1)
+	go func() { blocked <- tp.Enqueue(ctx, []byte("waits")) }()
+
+	if err := ps.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-blocked; !errors.Is(err, pubsub.ErrClosed) {
+		t.Fatalf("Enqueue blocked by a full topic at Close: %v, want ErrClosed", err)
+	}
+	if err := leased.Ack(ctx); !errors.Is(err, pubsub.ErrClosed) {
+		t.Fatalf("Ack after the PubSub closed: %v, want ErrClosed", err)
+	}
+	if err := ps.Close(); !errors.Is(err, pubsub.ErrClosed) {
+		t.Fatalf("second Close: %v, want ErrClosed", err)
+	}
+	if _, err := ps.Topic("new").Dequeue(ctx); !errors.Is(err, pubsub.ErrClosed) {
+		t.Fatalf("Dequeue on a topic opened after Close: %v, want ErrClosed", err)
+	}
+	// goleak in TestMain checks that no goroutine is left behind.
+}
+
+func TestBadOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		opts  channelpubsub.Options
+		field string
+	}{
+		{"Capacity", channelpubsub.Options{Capacity: -1}, "Capacity"},
+		{"Lease", channelpubsub.Options{Lease: -time.Second}, "Lease"},
+		{"MaxDataSize", channelpubsub.Options{MaxDataSize: -1}, "MaxDataSize"},
+		{"Retry", channelpubsub.Options{Retry: pubsub.RetryPolicy{MaxAttempts: -1}}, "MaxAttempts"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := channelpubsub.NewWithOptions(c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.field) {
+				t.Fatalf("NewWithOptions: %v, want an error naming %s", err, c.field)
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+// Package pubsub is conveyor's contract: the interfaces every backend
+// implements, the errors they return, the retry policy they share, the
+// optional abilities they may offer, and topic injection.
+//
+// # The contract
+//
+// A PubSub is a set of named topics. A Topic is a work queue:
+//
+//   - Each message goes to one consumer at a time (competing consumers) and
+//     is delivered at least once. Topics are isolated from each other. One
+//     consumer without retries sees messages in the order they were enqueued.
+//   - Dequeue blocks until a message is ready or ctx ends, then returns
+//     ctx's error.
+//   - Ack settles a message for good. Nack gives it back after a backoff
+//     that doubles with each attempt (RetryPolicy; by default 1 s, 2 s, 4 s …
+//     capped at 1 h, ±10 % jitter). After RetryPolicy.MaxAttempts deliveries
+//     (default 20) a failed message is dead: kept, listable and re-queueable
+//     (DeadLetters), never dropped.
+//   - Each delivery holds a lease (default 30 s). A message neither acked nor
+//     nacked within it is delivered again at once, counting an attempt: a
+//     crashed consumer loses nothing. Settling the old delivery afterwards
+//     returns ErrLeaseExpired and leaves the new one alone.
+//   - Settling twice returns ErrSettled; a closed topic ErrClosed; a bad
+//     topic name ErrInvalidTopic; data over the size limit (default 4 MiB)
+//     ErrTooLarge. All are wrapped with context: match them with errors.Is.
+//   - Closing a topic handle stops its Enqueue and Dequeue; the messages stay
+//     in the backend, and deliveries already made can still be settled.
+//
+// The package pubsubtest checks all of this; every backend runs it.
+// Swapping backends changes durability and sharing across processes, and
+// nothing else a caller can observe.
+//
+// # Optional abilities
+//
+// Delayed and batch enqueue, attempt numbers, lease extension, failing with
+// a reason, rejecting at once, dead letters and stats are small interfaces a
+// backend may implement (Delayer, BatchEnqueuer, Attempter, LeaseExtender,
+// Failer, Rejecter, DeadLetters, Stater). Call them through the package
+// functions of the same names: they return ErrUnsupported, or use the
+// documented fallback, when a backend lacks one.
+//
+// # Injecting topics
+//
+// After a backend's Register and RegisterTopic, a struct field
+//
+//	Queue pubsub.Topic `inject:"orders"`
+//
+// filled with di.Fill gets the backend's topic "orders":
+//
+//	ctx = di.NewContext(ctx)
+//	channelpubsub.Register(ctx) // or dbpubsub.Register(ctx): the one-line swap
+//	pubsub.RegisterTopic(ctx)
+//	var h struct {
+//		Queue pubsub.Topic `inject:"orders"`
+//	}
+//	err := di.Fill(ctx, &h)
+package pubsub

@@ -1,0 +1,30 @@
+package pubsub
+
+import "errors"
+
+// Sentinel errors shared by every backend. Backends wrap them with context;
+// match them with errors.Is.
+var (
+	// ErrClosed is returned by a topic or PubSub used after Close.
+	ErrClosed = errors.New("pubsub: closed")
+	// ErrSettled is returned by Ack, Nack and the other settle calls on a
+	// delivery that was already settled.
+	ErrSettled = errors.New("pubsub: message already settled")
+	// ErrLeaseExpired is returned when a delivery is settled or extended
+	// after its lease ran out: the message may have been handed to another
+	// consumer, and that newer delivery is left untouched.
+	ErrLeaseExpired = errors.New("pubsub: lease expired")
+	// ErrInvalidTopic is returned for a topic name ValidateTopicName rejects.
+	ErrInvalidTopic = errors.New("pubsub: invalid topic name")
+	// ErrTooLarge is returned by Enqueue for data over the backend's size limit.
+	ErrTooLarge = errors.New("pubsub: message too large")
+	// ErrUnsupported is returned by the package-level helpers when a backend
+	// lacks the optional ability asked for.
+	ErrUnsupported = errors.New("pubsub: not supported by this backend")
+	// ErrNotFound is returned when a message asked for by ID does not exist
+	// in the state asked for (for example RequeueDead of a message that is
+	// not dead).
+	ErrNotFound = errors.New("pubsub: message not found")
+	// ErrNoBackend is returned by topic injection when no PubSub is registered.
+	ErrNoBackend = errors.New("pubsub: no backend registered")
+)

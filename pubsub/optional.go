@@ -1,0 +1,225 @@
+package pubsub
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Optional abilities. A backend offers one by implementing the interface on
+// its Topic or Message; callers use the package-level helper of the same
+// name, which says ErrUnsupported (or uses the documented fallback) where
+// the backend lacks it.
+
+// Delayer is a Topic that can hold a message back until a given time.
+type Delayer interface {
+	EnqueueAt(ctx context.Context, data []byte, at time.Time) error
+}
+
+// BatchEnqueuer is a Topic that can enqueue many messages in one call,
+// all or none.
+type BatchEnqueuer interface {
+	EnqueueBatch(ctx context.Context, data [][]byte) error
+}
+
+// UniqueEnqueuer is a Topic that can enqueue a message only if no message
+// with the same key is already kept by it (ready, scheduled, processing,
+// dead, or finished and not yet pruned): the way several processes enqueue
+// one thing once, such as one tick of a periodic event.
+type UniqueEnqueuer interface {
+	// EnqueueUnique reports whether data was enqueued (false: a message
+	// with key exists, and nothing was added).
+	EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error)
+}
+
+// DeadLetters is a Topic whose dead messages can be listed, re-queued and
+// purged.
+type DeadLetters interface {
+	// ListDead returns up to limit dead messages (all when limit <= 0),
+	// oldest death first.
+	ListDead(ctx context.Context, limit int) ([]DeadMessage, error)
+	// RequeueDead makes the dead message id ready again with a fresh
+	// attempt count. It wraps ErrNotFound when id is not dead.
+	RequeueDead(ctx context.Context, id string) error
+	// RequeueAllDead re-queues every dead message and says how many.
+	RequeueAllDead(ctx context.Context) (int, error)
+	// PurgeDead deletes every dead message for good and says how many.
+	PurgeDead(ctx context.Context) (int, error)
+}
+
+// Stater is a Topic that can count its messages.
+type Stater interface {
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Attempter is a Message that knows its delivery number: 1 on the first
+// delivery, 2 on the first redelivery, and so on.
+type Attempter interface {
+	Attempt() int
+}
+
+// LeaseExtender is a Message whose lease can be extended, for handlers
+// that run longer than the lease.
+type LeaseExtender interface {
+	// ExtendLease moves the lease deadline to now+d. It wraps
+	// ErrLeaseExpired if the lease already ran out, ErrSettled if the
+	// delivery was settled.
+	ExtendLease(ctx context.Context, d time.Duration) error
+}
+
+// Failer is a Message that can be nacked with the reason it failed; the
+// reason is kept and shown with the message if it ends up dead.
+type Failer interface {
+	Fail(ctx context.Context, reason error) error
+}
+
+// Rejecter is a Message that can be made dead at once, without retries,
+// keeping the reason: for messages that can never succeed.
+type Rejecter interface {
+	Reject(ctx context.Context, reason error) error
+}
+
+// DeadMessage is a message that exhausted its attempts or was rejected.
+type DeadMessage struct {
+	ID        string
+	Data      []byte
+	Attempts  int       // deliveries it had
+	LastError string    // the reason of its last failure, if one was given
+	DiedAt    time.Time // when it became dead
+}
+
+// Stats counts a topic's messages by state.
+type Stats struct {
+	Ready      int64 // waiting and due now
+	Scheduled  int64 // waiting for a later time (delayed or backing off)
+	Processing int64 // leased to a consumer
+	Dead       int64
+	// OldestReady is how long the oldest ready message has waited (0 if
+	// there is none).
+	OldestReady time.Duration
+}
+
+// EnqueueAt enqueues data to be delivered no earlier than at. A time in the
+// past means now. Without a Delayer it returns ErrUnsupported.
+func EnqueueAt(ctx context.Context, t Topic, data []byte, at time.Time) error {
+	d, ok := t.(Delayer)
+	if !ok {
+		return unsupported(t, "delayed enqueue")
+	}
+	return d.EnqueueAt(ctx, data, at)
+}
+
+// EnqueueDelayed enqueues data to be delivered after delay.
+func EnqueueDelayed(ctx context.Context, t Topic, data []byte, delay time.Duration) error {
+	return EnqueueAt(ctx, t, data, time.Now().Add(delay))
+}
+
+// EnqueueBatch enqueues every item of data. With a BatchEnqueuer it is one
+// call, all or none; otherwise it falls back to one Enqueue per item,
+// stopping at the first error, so a prefix may have been enqueued.
+func EnqueueBatch(ctx context.Context, t Topic, data [][]byte) error {
+	if b, ok := t.(BatchEnqueuer); ok {
+		return b.EnqueueBatch(ctx, data)
+	}
+	for i, d := range data {
+		if err := t.Enqueue(ctx, d); err != nil {
+			return fmt.Errorf("pubsub: batch item %d of %d: %w", i, len(data), err)
+		}
+	}
+	return nil
+}
+
+// EnqueueUnique enqueues data unless t already keeps a message with key.
+// Without a UniqueEnqueuer it returns ErrUnsupported.
+func EnqueueUnique(ctx context.Context, t Topic, key string, data []byte) (bool, error) {
+	u, ok := t.(UniqueEnqueuer)
+	if !ok {
+		return false, unsupported(t, "unique enqueue")
+	}
+	return u.EnqueueUnique(ctx, key, data)
+}
+
+// Attempt returns m's delivery number (1 on the first delivery), or 0 if
+// the backend does not count.
+func Attempt(m Message) int {
+	if a, ok := m.(Attempter); ok {
+		return a.Attempt()
+	}
+	return 0
+}
+
+// ExtendLease extends m's lease to now+d. Without a LeaseExtender it
+// returns ErrUnsupported.
+func ExtendLease(ctx context.Context, m Message, d time.Duration) error {
+	if e, ok := m.(LeaseExtender); ok {
+		return e.ExtendLease(ctx, d)
+	}
+	return unsupported(m, "lease extension")
+}
+
+// Fail nacks m, recording reason. Without a Failer it falls back to Nack
+// and the reason is not kept.
+func Fail(ctx context.Context, m Message, reason error) error {
+	if f, ok := m.(Failer); ok {
+		return f.Fail(ctx, reason)
+	}
+	return m.Nack(ctx)
+}
+
+// Reject makes m dead at once, recording reason. Without a Rejecter it
+// returns ErrUnsupported and leaves m unsettled.
+func Reject(ctx context.Context, m Message, reason error) error {
+	if r, ok := m.(Rejecter); ok {
+		return r.Reject(ctx, reason)
+	}
+	return unsupported(m, "reject")
+}
+
+// ListDead lists up to limit dead messages of t.
+func ListDead(ctx context.Context, t Topic, limit int) ([]DeadMessage, error) {
+	d, ok := t.(DeadLetters)
+	if !ok {
+		return nil, unsupported(t, "dead letters")
+	}
+	return d.ListDead(ctx, limit)
+}
+
+// RequeueDead makes the dead message id of t ready again.
+func RequeueDead(ctx context.Context, t Topic, id string) error {
+	d, ok := t.(DeadLetters)
+	if !ok {
+		return unsupported(t, "dead letters")
+	}
+	return d.RequeueDead(ctx, id)
+}
+
+// RequeueAllDead makes every dead message of t ready again.
+func RequeueAllDead(ctx context.Context, t Topic) (int, error) {
+	d, ok := t.(DeadLetters)
+	if !ok {
+		return 0, unsupported(t, "dead letters")
+	}
+	return d.RequeueAllDead(ctx)
+}
+
+// PurgeDead deletes every dead message of t.
+func PurgeDead(ctx context.Context, t Topic) (int, error) {
+	d, ok := t.(DeadLetters)
+	if !ok {
+		return 0, unsupported(t, "dead letters")
+	}
+	return d.PurgeDead(ctx)
+}
+
+// TopicStats counts t's messages by state.
+func TopicStats(ctx context.Context, t Topic) (Stats, error) {
+	s, ok := t.(Stater)
+	if !ok {
+		return Stats{}, unsupported(t, "stats")
+	}
+	return s.Stats(ctx)
+}
+
+func unsupported(v any, what string) error {
+	return fmt.Errorf("%w: %s (%T)", ErrUnsupported, what, v)
+}

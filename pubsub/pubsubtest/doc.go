@@ -1,0 +1,24 @@
+// Package pubsubtest is the conformance suite of the pubsub contract. Every
+// backend's conformance test calls Run with a Harness that says how to make
+// a fresh backend and which optional features it has:
+//
+//	func TestConformance(t *testing.T) {
+//		pubsubtest.Run(t, pubsubtest.Harness{
+//			New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+//				ps, err := mybackend.New(cfg.Retry, cfg.Lease, cfg.MaxDataSize)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				t.Cleanup(func() { ps.Close() })
+//				return ps
+//			},
+//			Register: func(_ testing.TB, ctx context.Context) error { return mybackend.Register(ctx) },
+//		})
+//	}
+//
+// The cases run in parallel, each on its own backend. Timing cases use short
+// leases and backoffs from Config; they assert lower bounds (a message must
+// not come back before its backoff) and wait generously for what must
+// happen, so a slow machine does not fail a correct backend. Cases for a
+// feature the harness does not declare are skipped, and say so.
+package pubsubtest

@@ -1,0 +1,33 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/conveyorgo/conveyor/di"
+)
+
+// RegisterTopic makes topics injectable by name: after it, a struct field
+//
+//	Queue pubsub.Topic `inject:"orders"`
+//
+// filled by di.Fill resolves to Topic("orders") of the PubSub registered in
+// the injector (by channelpubsub.Register or dbpubsub.Register). Each name is
+// opened once: every field tagged with the same name gets the same Topic,
+// closed by di.Shutdown.
+func RegisterTopic(ctx context.Context) error {
+	return di.Register(ctx, func(ctx context.Context, name string) (Topic, error) {
+		if name == "" {
+			return nil, fmt.Errorf("%w: a pubsub.Topic field needs the topic's name in its tag, as in inject:\"orders\"", ErrInvalidTopic)
+		}
+		ps, err := di.Resolve[PubSub](ctx)
+		if errors.Is(err, di.ErrNotFound) {
+			return nil, fmt.Errorf("%w for topic %q: call channelpubsub.Register(ctx) or dbpubsub.Register(ctx) first", ErrNoBackend, name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pubsub: topic %q: %w", name, err)
+		}
+		return OpenTopic(ps, name)
+	})
+}
