@@ -27,7 +27,9 @@ type entry struct {
 	id   uint64
 	data []byte
 
-	leaseUntil atomic.Int64 // by the PubSub's coarse clock; written under mu
+	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
+	leased     atomic.Uint64 // token of the delivery holding the lease, 0 if none; written under mu
+	prev, next *entry        // in the queue's inflight list while leased; guarded by the shard's mu
 
 	mu      sync.Mutex
 	state   state
@@ -36,6 +38,8 @@ type entry struct {
 	timer   *time.Timer // the wait while scheduled
 	lastErr string
 	diedAt  time.Time
+
+	first message // the first delivery, allocated with the entry
 }
 
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
@@ -47,9 +51,14 @@ func (e *entry) deliver() *message {
 	e.token++
 	e.state = stProcessing
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
-	m := &message{e: e, token: e.token, attempt: e.attempt}
-	e.mu.Unlock()
+	e.leased.Store(e.token)
 	e.q.addInflight(e)
+	m := &e.first
+	if e.token != 1 {
+		m = new(message)
+	}
+	*m = message{e: e, token: e.token, attempt: e.attempt}
+	e.mu.Unlock()
 	return m
 }
 
@@ -72,16 +81,17 @@ func (e *entry) fire() {
 	q.push(e)
 }
 
-// expire ends a delivery whose lease ran out before now: the message goes
-// to another consumer, or is dead when its attempts are exhausted.
-func (e *entry) expire(now int64) {
+// expire ends the delivery token if its lease ran out before now: the
+// message goes to another consumer, or is dead when its attempts are
+// exhausted.
+func (e *entry) expire(token uint64, now int64) {
 	q := e.q
 	e.mu.Lock()
-	if e.state != stProcessing || e.leaseUntil.Load() >= now {
+	if e.state != stProcessing || e.token != token || e.leaseUntil.Load() >= now {
 		e.mu.Unlock() // settled or extended meanwhile
 		return
 	}
-	q.removeInflight(e)
+	q.endLease(e)
 	if q.ps.opts.Retry.Exhausted(e.attempt) {
 		q.bury(e, "lease expired")
 		e.mu.Unlock()
@@ -179,7 +189,7 @@ func (m *message) settle(op string, f func(*entry)) error {
 		return err
 	}
 	m.settled = true
-	e.q.removeInflight(e)
+	e.q.endLease(e)
 	f(e)
 	e.mu.Unlock()
 	return nil

@@ -18,7 +18,7 @@ type queue struct {
 
 	waiting atomic.Int64 // ready messages waiting for room in ch
 
-	// inflight holds the messages leased to consumers, sharded by ID so
+	// inflight links the entries leased to consumers, sharded by ID so
 	// that concurrent consumers rarely meet on one lock.
 	inflight [inflightShards]inflightShard
 
@@ -29,10 +29,12 @@ type queue struct {
 
 const inflightShards = 16
 
+// inflightShard is a doubly linked list of leased entries (through
+// entry.prev and entry.next): linking and unlinking take no allocation.
 type inflightShard struct {
-	mu sync.Mutex
-	m  map[*entry]struct{}
-	_  [40]byte // keep shards on separate cache lines
+	mu    sync.Mutex
+	head  entry // sentinel; head.next is the oldest lease
+	count atomic.Int64
 }
 
 func newQueue(ps *PubSub, name string) *queue {
@@ -43,7 +45,8 @@ func newQueue(ps *PubSub, name string) *queue {
 		scheduled: make(map[*entry]struct{}),
 	}
 	for i := range q.inflight {
-		q.inflight[i].m = make(map[*entry]struct{})
+		h := &q.inflight[i].head
+		h.prev, h.next = h, h
 	}
 	return q
 }
@@ -157,47 +160,57 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 // expireLeases hands out again, or buries, every message whose lease ended
 // before now.
 func (q *queue) expireLeases(now int64) {
-	var expired []*entry
+	var expired []delivery
 	for i := range q.inflight {
 		sh := &q.inflight[i]
 		sh.mu.Lock()
-		for e := range sh.m {
+		for e := sh.head.next; e != &sh.head; e = e.next {
 			if e.leaseUntil.Load() < now {
-				expired = append(expired, e)
+				expired = append(expired, delivery{e, e.leased.Load()})
 			}
 		}
 		sh.mu.Unlock()
 	}
-	for _, e := range expired {
-		e.expire(now)
+	for _, d := range expired {
+		d.e.expire(d.token, now)
 	}
+}
+
+// delivery names one delivery of an entry.
+type delivery struct {
+	e     *entry
+	token uint64
 }
 
 func (q *queue) closedErr() error {
 	return fmt.Errorf("channelpubsub: topic %q: %w", q.name, pubsub.ErrClosed)
 }
 
+// addInflight links e, just leased. Called with e.mu held.
 func (q *queue) addInflight(e *entry) {
 	sh := &q.inflight[e.id%inflightShards]
 	sh.mu.Lock()
-	sh.m[e] = struct{}{}
+	e.prev, e.next = sh.head.prev, &sh.head
+	e.prev.next, sh.head.prev = e, e
 	sh.mu.Unlock()
+	sh.count.Add(1)
 }
 
-func (q *queue) removeInflight(e *entry) {
+// endLease unlinks e, whose delivery is over. Called with e.mu held.
+func (q *queue) endLease(e *entry) {
+	e.leased.Store(0)
 	sh := &q.inflight[e.id%inflightShards]
 	sh.mu.Lock()
-	delete(sh.m, e)
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 	sh.mu.Unlock()
+	sh.count.Add(-1)
 }
 
 func (q *queue) countInflight() int64 {
 	var n int64
 	for i := range q.inflight {
-		sh := &q.inflight[i]
-		sh.mu.Lock()
-		n += int64(len(sh.m))
-		sh.mu.Unlock()
+		n += q.inflight[i].count.Load()
 	}
 	return n
 }
