@@ -26,6 +26,7 @@ type entry struct {
 	q    *queue
 	id   uint64
 	data []byte
+	key  string // unique key, if enqueued with one
 
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
 	leased     atomic.Uint64 // token of the delivery holding the lease, 0 if none; written under mu
@@ -132,7 +133,10 @@ func (m *message) Attempt() int { return m.attempt }
 
 // Ack settles the message for good.
 func (m *message) Ack(context.Context) error {
-	return m.settle("ack", func(e *entry) { e.state = stDone })
+	return m.settle("ack", func(e *entry) {
+		e.state = stDone
+		e.q.releaseKey(e)
+	})
 }
 
 // Nack gives the message back for redelivery after the retry policy's

@@ -2,6 +2,7 @@ package channelpubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ type queue struct {
 	mu        sync.Mutex
 	scheduled map[*entry]struct{} // delayed or backing off
 	dead      []*entry            // oldest death first
+	keys      map[string]*entry   // unique keys of the messages kept
 }
 
 const inflightShards = 16
@@ -106,7 +108,13 @@ func (q *queue) stopTimers() {
 	}
 }
 
-func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, handleClosed <-chan struct{}) error {
+// errDuplicate says a unique key is taken; EnqueueUnique turns it into false.
+var errDuplicate = errors.New("duplicate key")
+
+// enqueue adds data, ready at at (zero: now). A non-empty key is unique
+// among the messages the queue keeps: a message under a taken key is not
+// added and errDuplicate is returned.
+func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
 	if err := pubsub.CheckSize(data, q.ps.opts.MaxDataSize); err != nil {
 		return fmt.Errorf("channelpubsub: enqueue on topic %q: %w", q.name, err)
 	}
@@ -114,6 +122,16 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, handleCl
 		return err
 	}
 	e := q.newEntry(data)
+	if key != "" {
+		if !q.claimKey(key, e) {
+			return errDuplicate
+		}
+		defer func() {
+			if err != nil {
+				q.releaseKey(e)
+			}
+		}()
+	}
 	if !at.IsZero() {
 		if delay := time.Until(at); delay > 0 {
 			e.mu.Lock()
@@ -139,7 +157,37 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, handleCl
 	}
 }
 
+func (q *queue) claimKey(key string, e *entry) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, taken := q.keys[key]; taken {
+		return false
+	}
+	if q.keys == nil {
+		q.keys = make(map[string]*entry)
+	}
+	q.keys[key] = e
+	e.key = key
+	return true
+}
+
+// releaseKey frees e's unique key, if it has one: e is acked, purged or
+// was never added.
+func (q *queue) releaseKey(e *entry) {
+	if e.key == "" {
+		return
+	}
+	q.mu.Lock()
+	if q.keys[e.key] == e {
+		delete(q.keys, e.key)
+	}
+	q.mu.Unlock()
+}
+
 func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubsub.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // an ended ctx gets no message, even a ready one
+	}
 	var e *entry
 	select {
 	case e = <-q.ch:

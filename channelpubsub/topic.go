@@ -2,6 +2,7 @@ package channelpubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -20,11 +21,12 @@ type topic struct {
 }
 
 var (
-	_ pubsub.Topic         = (*topic)(nil)
-	_ pubsub.Delayer       = (*topic)(nil)
-	_ pubsub.BatchEnqueuer = (*topic)(nil)
-	_ pubsub.DeadLetters   = (*topic)(nil)
-	_ pubsub.Stater        = (*topic)(nil)
+	_ pubsub.Topic          = (*topic)(nil)
+	_ pubsub.Delayer        = (*topic)(nil)
+	_ pubsub.BatchEnqueuer  = (*topic)(nil)
+	_ pubsub.DeadLetters    = (*topic)(nil)
+	_ pubsub.Stater         = (*topic)(nil)
+	_ pubsub.UniqueEnqueuer = (*topic)(nil)
 )
 
 // Enqueue adds a copy of data. On a full topic it blocks until there is
@@ -33,7 +35,7 @@ func (t *topic) Enqueue(ctx context.Context, data []byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, time.Time{}, t.closed)
+	return t.q.enqueue(ctx, data, time.Time{}, "", t.closed)
 }
 
 // EnqueueAt adds a copy of data, to be delivered no earlier than at.
@@ -41,7 +43,7 @@ func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, at, t.closed)
+	return t.q.enqueue(ctx, data, at, "", t.closed)
 }
 
 // EnqueueBatch checks every item, then enqueues them in order. Messages in
@@ -57,11 +59,29 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 		}
 	}
 	for i, d := range data {
-		if err := t.q.enqueue(ctx, d, time.Time{}, t.closed); err != nil {
+		if err := t.q.enqueue(ctx, d, time.Time{}, "", t.closed); err != nil {
 			return fmt.Errorf("channelpubsub: batch on topic %q stopped after %d of %d items: %w", t.q.name, i, len(data), err)
 		}
 	}
 	return nil
+}
+
+// EnqueueUnique adds a copy of data unless the topic keeps a message
+// enqueued under key that is not yet acked (ready, scheduled, processing or
+// dead); it reports whether data was added. The key is freed when its
+// message is acked or purged.
+func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if err := t.check(); err != nil {
+		return false, err
+	}
+	if key == "" {
+		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: empty key", t.q.name)
+	}
+	err := t.q.enqueue(ctx, data, time.Time{}, key, t.closed)
+	if errors.Is(err, errDuplicate) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Dequeue blocks until a message is ready, ctx ends, or the topic closes.
@@ -126,7 +146,11 @@ func (t *topic) PurgeDead(context.Context) (int, error) {
 	if err := t.check(); err != nil {
 		return 0, err
 	}
-	return len(t.q.takeDead(func(*entry) bool { return true })), nil
+	es := t.q.takeDead(func(*entry) bool { return true })
+	for _, e := range es {
+		t.q.releaseKey(e)
+	}
+	return len(es), nil
 }
 
 // Stats counts the topic's messages. OldestReady is not tracked by this

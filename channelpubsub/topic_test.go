@@ -138,3 +138,21 @@ func TestBadOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestUniqueKeyFreedByAck(t *testing.T) {
+	ps := channelpubsub.New()
+	defer ps.Close()
+	ctx := context.Background()
+	tp := ps.Topic("u")
+	if ok, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("1")); !ok || err != nil {
+		t.Fatalf("first EnqueueUnique = %v, %v", ok, err)
+	}
+	m, _ := tp.Dequeue(ctx)
+	_ = m.Ack(ctx)
+	if ok, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("2")); !ok || err != nil {
+		t.Fatalf("EnqueueUnique after the first was acked = %v, %v; want the key free", ok, err)
+	}
+	if _, err := pubsub.EnqueueUnique(ctx, tp, "", []byte("3")); err == nil {
+		t.Fatal("EnqueueUnique with an empty key: want an error")
+	}
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"SizeLimit", testSizeLimit},
 		{"Delay", testDelay},
 		{"Batch", testBatch},
+		{"Unique", testUnique},
 		{"Stats", testStats},
 		{"ConcurrentProducersAndConsumers", testConcurrent},
 		{"InjectTopicByTag", testInject},
@@ -340,6 +341,17 @@ func testDequeueContext(t *testing.T, h Harness) {
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err = tp.Dequeue(ctx)
 	wantErr(t, "Dequeue canceled while waiting", err, context.Canceled)
+
+	// An ended ctx gets no message even when one is ready, and the message
+	// is not lost.
+	enqueue(t, tp, "ready")
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	_, err = tp.Dequeue(ctx)
+	wantErr(t, "Dequeue with a canceled context and a ready message", err, context.Canceled)
+	m := dequeue(t, tp)
+	wantData(t, m, "ready")
+	ack(t, m)
 }
 
 func testEnqueueContext(t *testing.T, h Harness) {
@@ -510,6 +522,35 @@ func testBatch(t *testing.T, h Harness) {
 	bad := [][]byte{[]byte("fine"), make([]byte, 65)}
 	wantErr(t, "EnqueueBatch with an item over the limit", pubsub.EnqueueBatch(ctx, tp, bad), pubsub.ErrTooLarge)
 	expectNone(t, tp, 200*time.Millisecond) // all or none
+}
+
+func testUnique(t *testing.T, h Harness) {
+	ctx := context.Background()
+	tp := open(t, newPubSub(t, h, Config{}), "unique")
+	if _, ok := tp.(pubsub.UniqueEnqueuer); !ok {
+		t.Skip("the backend has no unique enqueue (pubsub.UniqueEnqueuer)")
+	}
+	add := func(key, data string, want bool) {
+		t.Helper()
+		ok, err := pubsub.EnqueueUnique(ctx, tp, key, []byte(data))
+		if err != nil || ok != want {
+			t.Fatalf("EnqueueUnique(%q, %q) = %v, %v; want %v, nil", key, data, ok, err, want)
+		}
+	}
+	add("tick-1", "first", true)
+	add("tick-1", "duplicate", false)
+	add("tick-2", "second", true)
+	m := dequeue(t, tp)
+	wantData(t, m, "first")
+	add("tick-1", "while processing", false)
+	if err := pubsub.Reject(ctx, m, errors.New("dead keeps its key")); err != nil {
+		t.Fatal(err)
+	}
+	add("tick-1", "while dead", false)
+	m = dequeue(t, tp)
+	wantData(t, m, "second")
+	ack(t, m)
+	expectNone(t, tp, 200*time.Millisecond)
 }
 
 func testStats(t *testing.T, h Harness) {
