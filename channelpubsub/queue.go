@@ -17,7 +17,8 @@ type queue struct {
 	name string
 	ch   chan *entry // ready messages, in order
 
-	waiting atomic.Int64 // ready messages waiting for room in ch
+	waiting   atomic.Int64  // ready messages waiting for room in ch
+	batchSlot chan struct{} // held by the batch going in
 
 	// inflight links the entries leased to consumers, sharded by ID so
 	// that concurrent consumers rarely meet on one lock.
@@ -44,6 +45,7 @@ func newQueue(ps *PubSub, name string) *queue {
 		ps:        ps,
 		name:      name,
 		ch:        make(chan *entry, ps.opts.Capacity),
+		batchSlot: make(chan struct{}, 1),
 		scheduled: make(map[*entry]struct{}),
 	}
 	for i := range q.inflight {
@@ -79,6 +81,36 @@ func (q *queue) push(e *entry) {
 		case <-q.ps.closed:
 		}
 	}()
+}
+
+// pushAll makes es ready in order: what fits goes into the channel now, the
+// rest waits for room in one goroutine owned by the PubSub. It releases
+// the batch slot when every entry is in.
+func (q *queue) pushAll(es []*entry) {
+	for i, e := range es {
+		select {
+		case q.ch <- e:
+			continue
+		default:
+		}
+		rest := es[i:]
+		q.waiting.Add(int64(len(rest)))
+		q.ps.wg.Add(1)
+		go func() {
+			defer q.ps.wg.Done()
+			defer func() { <-q.batchSlot }()
+			for _, e := range rest {
+				select {
+				case q.ch <- e:
+					q.waiting.Add(-1)
+				case <-q.ps.closed:
+					return
+				}
+			}
+		}()
+		return
+	}
+	<-q.batchSlot
 }
 
 // schedule makes e ready after delay. Called with e.mu held.

@@ -46,23 +46,39 @@ func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 	return t.q.enqueue(ctx, data, at, "", t.closed)
 }
 
-// EnqueueBatch checks every item, then enqueues them in order. Messages in
-// memory cannot be half-written, but a ctx that ends while the topic is
-// full leaves the items before it enqueued; the error says how many.
+// EnqueueBatch enqueues copies of every item, in order, all or none: the
+// items are checked, then the batch waits (honouring ctx) for the topic's
+// batch slot, then goes in whole. Items that do not fit in the channel
+// wait for room in a goroutine the PubSub owns, in order; one such batch at
+// a time per topic, so a producer still feels backpressure.
 func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
+	q := t.q
 	for i, d := range data {
-		if err := pubsub.CheckSize(d, t.q.ps.opts.MaxDataSize); err != nil {
-			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, t.q.name, err)
+		if err := pubsub.CheckSize(d, q.ps.opts.MaxDataSize); err != nil {
+			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, q.name, err)
 		}
 	}
-	for i, d := range data {
-		if err := t.q.enqueue(ctx, d, time.Time{}, "", t.closed); err != nil {
-			return fmt.Errorf("channelpubsub: batch on topic %q stopped after %d of %d items: %w", t.q.name, i, len(data), err)
-		}
+	select {
+	case q.batchSlot <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, ctx.Err())
+	case <-t.closed:
+		return q.closedErr()
+	case <-q.ps.closed:
+		return q.closedErr()
 	}
+	if err := ctx.Err(); err != nil {
+		<-q.batchSlot
+		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, err)
+	}
+	es := make([]*entry, len(data))
+	for i, d := range data {
+		es[i] = q.newEntry(d)
+	}
+	q.pushAll(es) // releases the slot
 	return nil
 }
 

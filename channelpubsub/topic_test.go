@@ -3,6 +3,7 @@ package channelpubsub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,46 @@ func TestUniqueKeyFreedByAck(t *testing.T) {
 	}
 	if _, err := pubsub.EnqueueUnique(ctx, tp, "", []byte("3")); err == nil {
 		t.Fatal("EnqueueUnique with an empty key: want an error")
+	}
+}
+
+func TestBatchIsAllOrNone(t *testing.T) {
+	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx := context.Background()
+	tp := ps.Topic("batch")
+	batch := [][]byte{[]byte("0"), []byte("1"), []byte("2"), []byte("3"), []byte("4")}
+
+	// More than the channel holds, nobody consuming: the batch goes in
+	// whole, the overflow waiting for room in order.
+	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	if st, _ := pubsub.TopicStats(ctx, tp); st.Ready != 5 {
+		t.Fatalf("after a batch of 5: %d ready, want 5", st.Ready)
+	}
+	// A second batch waits for the first to be in; when its ctx ends
+	// first, none of it is enqueued.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := pubsub.EnqueueBatch(short, tp, batch); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second EnqueueBatch: %v, want context.DeadlineExceeded", err)
+	}
+	for i := range 5 {
+		m, err := tp.Dequeue(ctx)
+		if err != nil || string(m.Data()) != fmt.Sprint(i) {
+			t.Fatalf("Dequeue %d = %v, %v", i, m, err)
+		}
+		_ = m.Ack(ctx)
+	}
+	// An empty batch takes the slot once the overflow of the first is in.
+	if err := pubsub.EnqueueBatch(ctx, tp, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := pubsub.TopicStats(ctx, tp); st != (pubsub.Stats{}) {
+		t.Fatalf("after draining: %+v, want nothing left from the refused batch", st)
 	}
 }
