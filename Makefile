@@ -4,14 +4,18 @@ GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 # Backend of `make run`: mem (in-process channels) or db (PostgreSQL).
 BACKEND ?= mem
 
-.PHONY: run test lint fmt-check vet bench fuzz check-go
+.PHONY: run test lint fmt-check vet bench bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL)
+# Ctrl-C stops it cleanly. Its settings are environment variables
+# (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go).
 run: check-go
 ifeq ($(BACKEND),db)
-	scripts/with-postgres.sh env CONVEYOR_BACKEND=db $(GO) run ./template
+	scripts/with-postgres.sh env CONVEYOR_BACKEND=db $(GO) run ./template/app
+else ifeq ($(BACKEND),mem)
+	CONVEYOR_BACKEND=mem $(GO) run ./template/app
 else
-	$(GO) run ./template
+	@echo "BACKEND=$(BACKEND): want mem (the default, in memory) or db (PostgreSQL)"; exit 2
 endif
 
 ## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL
@@ -22,14 +26,25 @@ test: lint
 lint: fmt-check vet
 
 fmt-check: check-go
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')); \
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
 
 vet: check-go
 	$(GO) vet ./...
 
-## bench: the benchmarks of the framework's packages
+## bench: conveyor against its peers, side by side (bench/, ~8 min); writes BENCHMARKS.md
+## and bench/results/. BENCH_FLAGS passes flags (cd bench && go run . -h lists them).
+## A throwaway PostgreSQL is started for it unless DATABASE_URL is set.
+BENCH_FLAGS ?=
 bench: check-go
+	cd bench && if [ -n "$${DATABASE_URL:-}" ]; then \
+		../scripts/with-postgres.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
+	else \
+		PGPORT_FORCE_THROWAWAY=1 ../scripts/with-postgres.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
+	fi
+
+## bench-micro: the Go benchmarks of the framework's packages
+bench-micro: check-go
 	scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## fuzz: each fuzz target for a while (FUZZTIME, default 30s)

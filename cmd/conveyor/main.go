@@ -1,0 +1,249 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/conveyorgo/conveyor"
+	"github.com/conveyorgo/conveyor/template"
+)
+
+const usage = `conveyor starts new apps built on conveyor, dependency-injected pub/sub for Go.
+
+Usage:
+  conveyor new [flags] MODULE_PATH [DIR]   write a new app from the template
+  conveyor help [COMMAND]                  show the help of a command
+
+Run 'conveyor help new' for the flags of new.
+`
+
+const newUsage = `Usage: conveyor new [flags] MODULE_PATH [DIR]
+
+Writes a new app, the Go module MODULE_PATH, into DIR (default: the last
+element of MODULE_PATH). DIR must not exist or be empty.
+
+The app is conveyor's template: an HTTP service where POST /orders
+dispatches an event that listeners handle in the background, with a
+periodic event, a health check and GET /stats; on Go channels in memory by
+default, on PostgreSQL with CONVEYOR_BACKEND=db and DATABASE_URL. Its
+go.mod requires conveyor and the same dependencies as conveyor, with a
+go.sum, so it builds at once.
+
+Flags:
+  -replace DIR   build against the conveyor checkout in DIR: the go.mod gets
+                 'replace github.com/conveyorgo/conveyor => DIR'. The default
+                 when this command runs from a checkout (go run ./cmd/conveyor).
+  -version V     require conveyor at version V (such as v0.3.0). The default
+                 is this command's own version when it has one (go install
+                 github.com/conveyorgo/conveyor/cmd/conveyor@V).
+
+Examples:
+  conveyor new example.com/shop
+  conveyor new -replace ~/src/conveyor github.com/you/shop ./shop
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, buildEnv()))
+}
+
+// env is what the command knows about itself: at most one of the two is set.
+type env struct {
+	version  string // the version of conveyor it was built from, if a go.mod can require it
+	checkout string // else the conveyor checkout it was built from, if any
+}
+
+// buildEnv finds the version of conveyor the command was built from: a
+// release (go install ...@v0.3.0), else the checkout it was built in (go
+// run ./cmd/conveyor), else a pseudo-version (go install ...@commit).
+func buildEnv() env {
+	version := ""
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Path == conveyor.ModulePath && isRelease(bi.Main.Version) {
+		version = bi.Main.Version
+	}
+	if version != "" && !pseudoVersion.MatchString(version) {
+		return env{version: version}
+	}
+	// This file's path at build time: in a checkout, <root>/cmd/conveyor/main.go.
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+		if checkCheckout(root) == nil {
+			return env{checkout: root}
+		}
+	}
+	return env{version: version}
+}
+
+// pseudoVersion matches the end of a pseudo-version: a time and a commit.
+var pseudoVersion = regexp.MustCompile(`[.-]\d{14}-[0-9a-f]{12}$`)
+
+// isRelease reports whether v is a version a go.mod can require from the
+// module proxy: not "(devel)", not a local build ("+dirty").
+func isRelease(v string) bool {
+	return strings.HasPrefix(v, "v") && !strings.Contains(v, "+")
+}
+
+// run runs the command with args and returns its exit code: 0 on success,
+// 1 when the command failed, 2 for a usage mistake.
+func run(args []string, stdout, stderr io.Writer, e env) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "new":
+		return runNew(rest, stdout, stderr, e)
+	case "help", "-h", "-help", "--help":
+		switch {
+		case len(rest) == 0:
+			fmt.Fprint(stdout, usage)
+		case rest[0] == "new":
+			fmt.Fprint(stdout, newUsage)
+		default:
+			fmt.Fprintf(stderr, "conveyor help: unknown command %q; the commands are: new\n", rest[0])
+			return 2
+		}
+		return 0
+	default:
+		fmt.Fprintf(stderr, "conveyor: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+func runNew(args []string, stdout, stderr io.Writer, e env) int {
+	fs := flag.NewFlagSet("new", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	replace := fs.String("replace", "", "")
+	version := fs.String("version", "", "")
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, newUsage)
+		return 0
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "conveyor new: "+format+"\nRun 'conveyor help new' for usage.\n", a...)
+		return 2
+	}
+	switch {
+	case err != nil:
+		return usageErr("%v", err)
+	case len(pos) == 0:
+		return usageErr("missing MODULE_PATH, as in: conveyor new example.com/shop")
+	case len(pos) > 2:
+		return usageErr("too many arguments: %q (want MODULE_PATH [DIR])", pos[2:])
+	}
+	modPath := pos[0]
+	if err := checkModulePath(modPath); err != nil {
+		return usageErr("%v", err)
+	}
+	dir := defaultDir(modPath)
+	if len(pos) == 2 {
+		dir = pos[1]
+	}
+	if *version != "" && !isRelease(*version) {
+		return usageErr("-version %q: want a release version, such as v0.3.0", *version)
+	}
+
+	// Which conveyor the app builds against.
+	ver, repl, note := *version, *replace, ""
+	switch {
+	case repl != "":
+	case ver != "":
+	case e.version != "":
+		ver = e.version
+	case e.checkout != "":
+		repl = e.checkout
+		note = fmt.Sprintf("This conveyor runs from the checkout %s: the app's go.mod replaces conveyor with it (see -replace).\n", repl)
+	default:
+		fmt.Fprintln(stderr, "conveyor new: this conveyor is a development build, so it does not know which conveyor release to require:\n"+
+			"pass -replace DIR to build against a conveyor checkout in DIR, or -version V to require release V.")
+		return 1
+	}
+	if repl != "" {
+		abs, err := filepath.Abs(repl)
+		if err == nil {
+			err = checkCheckout(abs)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "conveyor new: -replace %s: %v\n", repl, err)
+			return 1
+		}
+		repl = abs
+	}
+
+	a, err := render(template.FS(), modPath, ver, repl)
+	if err != nil {
+		fmt.Fprintf(stderr, "conveyor new: %v\n", err)
+		return 1
+	}
+	if err := a.write(dir); err != nil {
+		if errors.Is(err, errNotEmpty) {
+			fmt.Fprintf(stderr, "conveyor new: %v: pick a new directory, or empty this one.\n", err)
+		} else {
+			fmt.Fprintf(stderr, "conveyor new: write the app: %v\n", err)
+		}
+		return 1
+	}
+
+	fmt.Fprintf(stdout, "Created %s in %s (%d files).\n%s\nNext:\n", modPath, dir, len(a.files), note)
+	fmt.Fprintf(stdout, "  cd %s\n", shellQuote(dir))
+	if repl == "" {
+		fmt.Fprintf(stdout, "  go mod tidy     # fetches conveyor %s and records its checksums\n", ver)
+	}
+	fmt.Fprint(stdout, `  go run .        # serves on http://127.0.0.1:8080, events in memory
+  curl -X POST http://127.0.0.1:8080/orders -d '{"item":"book","qty":1}'
+  go test ./...
+
+On PostgreSQL: CONVEYOR_BACKEND=db DATABASE_URL=postgres://... go run .
+`)
+	return 0
+}
+
+// parseInterspersed parses the flags of args wherever they are, before or
+// after the positional arguments, and returns the positional arguments.
+// After "--" everything is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// checkCheckout reports whether dir is the root of a conveyor checkout.
+func checkCheckout(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return fmt.Errorf("not a conveyor checkout: %w", err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	if strings.TrimSpace(first) != "module "+conveyor.ModulePath {
+		return fmt.Errorf("not a conveyor checkout: its go.mod is not the module %s", conveyor.ModulePath)
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./~+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

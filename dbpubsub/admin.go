@@ -1,0 +1,186 @@
+package dbpubsub
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// eventRow is a row of the message table, for the cold paths (inspection
+// and dead letters), which use bun's query builder.
+type eventRow struct {
+	bun.BaseModel `bun:"table:conveyor_events,alias:e"`
+
+	ID         int64      `bun:"id,pk"`
+	Topic      string     `bun:"topic"`
+	Status     string     `bun:"status"`
+	RunAt      time.Time  `bun:"run_at"`
+	Data       []byte     `bun:"data"`
+	Attempts   int        `bun:"attempts"`
+	LastError  *string    `bun:"last_error"`
+	FinishedAt *time.Time `bun:"finished_at"`
+}
+
+// table is the message table for bun's ModelTableExpr.
+func (ps *PubSub) table() bun.Ident { return bun.Ident(ps.opts.Table) }
+
+// ListDead returns up to limit dead messages (all if limit <= 0), oldest
+// death first, with the reason of their last failure.
+func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	ps := t.st.ps
+	var rows []eventRow
+	q := ps.db.NewSelect().Model(&rows).ModelTableExpr("? AS e", ps.table()).
+		Column("id", "data", "attempts", "last_error", "finished_at").
+		Where("topic = ?", t.st.name).Where("status = ?", statusDead).
+		Order("finished_at", "id")
+	if limit > 0 {
+		q = q.Limit(int64(limit))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("dbpubsub: list dead messages of topic %q: %w", t.st.name, err)
+	}
+	out := make([]pubsub.DeadMessage, len(rows))
+	for i, r := range rows {
+		out[i] = pubsub.DeadMessage{ID: strconv.FormatInt(r.ID, 10), Data: r.Data, Attempts: r.Attempts}
+		if r.LastError != nil {
+			out[i].LastError = *r.LastError
+		}
+		if r.FinishedAt != nil {
+			out[i].DiedAt = *r.FinishedAt
+		}
+	}
+	return out, nil
+}
+
+// RequeueDead makes the dead message id ready again with a fresh attempt
+// count. It wraps pubsub.ErrNotFound when id is not a dead message of the
+// topic.
+func (t *Topic) RequeueDead(ctx context.Context, id string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("dbpubsub: requeue %q on topic %q: not a message ID: %w", id, t.st.name, pubsub.ErrNotFound)
+	}
+	count, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
+	if err != nil {
+		return fmt.Errorf("dbpubsub: requeue %q on topic %q: %w", id, t.st.name, err)
+	}
+	if count == 0 {
+		return fmt.Errorf("dbpubsub: requeue %q on topic %q: no dead message with that ID: %w", id, t.st.name, pubsub.ErrNotFound)
+	}
+	return nil
+}
+
+// RequeueAllDead makes every dead message of the topic ready again and
+// says how many.
+func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	n, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q })
+	if err != nil {
+		return 0, fmt.Errorf("dbpubsub: requeue dead messages of topic %q: %w", t.st.name, err)
+	}
+	return n, nil
+}
+
+// requeue makes the dead rows of the topic that where selects ready, and
+// notifies the topic's consumers in the same transaction.
+func (t *Topic) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.UpdateQuery) (int, error) {
+	ps := t.st.ps
+	ch, err := t.st.channel(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = ps.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().ModelTableExpr("?", ps.table()).
+			Set("status = ?", statusPending).
+			Set("attempts = 0").
+			Set("last_error = NULL").
+			Set("finished_at = NULL").
+			Set("run_at = now()").
+			Where("topic = ?", t.st.name).Where("status = ?", statusDead)
+		res, err := where(q).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		_, err = tx.NewRaw("SELECT pg_notify(?, '')", ch).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		t.st.wake()
+	}
+	return int(n), nil
+}
+
+// PurgeDead deletes every dead message of the topic for good and says how
+// many.
+func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	ps := t.st.ps
+	res, err := ps.db.NewDelete().TableExpr("?", ps.table()).
+		Where("topic = ?", t.st.name).Where("status = ?", statusDead).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("dbpubsub: purge dead messages of topic %q: %w", t.st.name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("dbpubsub: purge dead messages of topic %q: %w", t.st.name, err)
+	}
+	return int(n), nil
+}
+
+// Stats counts the topic's messages by state, as the database sees them:
+// rows claimed by a PubSub for its waiting consumers count as processing.
+// Finished rows not yet pruned are not counted.
+func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
+	if err := t.check(); err != nil {
+		return pubsub.Stats{}, err
+	}
+	ps := t.st.ps
+	var r struct {
+		Ready, Scheduled, Processing, Dead int64
+		OldestReadyUS                      float64
+	}
+	// One sub-query per state, each served by a partial index, so that
+	// the finished rows kept for the retention period are never scanned.
+	tbl, name := ps.table(), t.st.name
+	err := ps.db.NewRaw(`SELECT
+		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()),
+		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at > now()),
+		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'processing'),
+		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'dead'),
+		coalesce((SELECT extract(epoch FROM now() - min(run_at)) * 1e6 FROM ?
+			WHERE topic = ? AND status = 'pending' AND run_at <= now()), 0)`,
+		tbl, name, tbl, name, tbl, name, tbl, name, tbl, name).
+		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
+	if err != nil {
+		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)
+	}
+	return pubsub.Stats{
+		Ready:       r.Ready,
+		Scheduled:   r.Scheduled,
+		Processing:  r.Processing,
+		Dead:        r.Dead,
+		OldestReady: time.Duration(r.OldestReadyUS) * time.Microsecond,
+	}, nil
+}

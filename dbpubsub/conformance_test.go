@@ -1,0 +1,44 @@
+package dbpubsub_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/di"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+)
+
+func TestConformance(t *testing.T) {
+	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
+	options := func(cfg pubsubtest.Config) dbpubsub.Options {
+		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize}
+	}
+	pubsubtest.Run(t, pubsubtest.Harness{
+		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+			dsn, db := newStore(t)
+			ps := newPubSub(t, db, options(cfg))
+			dsns.Store(ps, dsn)
+			return ps
+		},
+		Reopen: func(t testing.TB, cfg pubsubtest.Config, ps pubsub.PubSub) pubsub.PubSub {
+			dsn, ok := dsns.Load(ps)
+			if !ok {
+				t.Fatal("Reopen of a PubSub not made by New")
+			}
+			other := newPubSub(t, openDB(t, dsn.(string)), options(cfg))
+			dsns.Store(other, dsn)
+			return other
+		},
+		Register: func(t testing.TB, ctx context.Context) error {
+			_, db := newStore(t)
+			if err := di.RegisterSingleton(ctx, db); err != nil {
+				return err
+			}
+			return dbpubsub.Register(ctx)
+		},
+		Features: pubsubtest.Features{Durable: true, Shared: true},
+	})
+}

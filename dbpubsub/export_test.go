@@ -1,0 +1,10 @@
+package dbpubsub
+
+// ListenerPID is the backend PID of ps's listening connection, 0 while it
+// has none; tests terminate it to check the reconnection.
+func (ps *PubSub) ListenerPID() uint32 {
+	if ps.listener == nil {
+		return 0
+	}
+	return ps.listener.pid.Load()
+}

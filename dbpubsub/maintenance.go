@@ -1,0 +1,110 @@
+package dbpubsub
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// rescueBatch is the most expired leases one rescue statement handles.
+const rescueBatch = 1000
+
+// rescueLoop hands out again, every Options.RescueInterval, the messages
+// whose lease ran out, whichever process had them. Concurrent rescuers in
+// other processes skip the rows this one holds (SKIP LOCKED).
+func (ps *PubSub) rescueLoop() {
+	defer ps.loops.Done()
+	t := time.NewTicker(ps.opts.RescueInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ps.closed:
+			return
+		}
+		if _, err := ps.Rescue(ps.ctx); err != nil && !ps.closing() {
+			ps.opts.Logger.Warn("dbpubsub: rescue of expired leases failed", "err", err)
+		}
+	}
+}
+
+// Rescue makes the messages whose lease ran out (on every topic of the
+// table) ready again at once, counting the attempt they used, or dead when
+// their attempts are exhausted by this PubSub's retry policy. It returns the
+// topics that got messages back. Every PubSub runs it periodically; call it
+// to rescue now.
+func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
+	q, err := ps.qualifiedTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var topics []string
+	for {
+		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.rescue, rescueBatch, ps.opts.Retry.MaxAttempts, channelPrefix, q)
+		if err != nil {
+			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
+			}
+			topics = append(topics, name)
+			ps.wakeLocal(name)
+			n++
+		}
+		if err := rows.Close(); err != nil {
+			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
+		}
+		if n == 0 {
+			return topics, nil
+		}
+		// Another batch may be due; the statement returned only the topics.
+	}
+}
+
+// pruneLoop deletes finished rows past the retention every
+// Options.PruneInterval.
+func (ps *PubSub) pruneLoop() {
+	defer ps.loops.Done()
+	t := time.NewTicker(ps.opts.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-ps.closed:
+			return
+		}
+		if _, err := ps.Prune(ps.ctx); err != nil && !ps.closing() {
+			ps.opts.Logger.Warn("dbpubsub: pruning finished messages failed", "err", err)
+		}
+	}
+}
+
+// Prune deletes the finished (acked) rows older than Options.Retention, of
+// every topic, in batches of DefaultPruneBatch, and says how many it
+// deleted. Every PubSub runs it every Options.PruneInterval.
+func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), DefaultPruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("dbpubsub: prune: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("dbpubsub: prune: %w", err)
+		}
+		total += n
+		if n < DefaultPruneBatch {
+			return total, nil
+		}
+		select {
+		case <-ps.closed:
+			return total, nil
+		default:
+		}
+	}
+}

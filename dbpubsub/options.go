@@ -1,0 +1,176 @@
+package dbpubsub
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Defaults of Options.
+const (
+	// DefaultTable is the message table's name.
+	DefaultTable = migrations.DefaultTable
+	// DefaultPollInterval is how often a consumer waiting for messages
+	// looks for them when no notification woke it.
+	DefaultPollInterval = time.Second
+	// DefaultClaimBatch is the most rows claimed in one round trip.
+	DefaultClaimBatch = 32
+	// DefaultPrefetch is how many rows a claim takes beyond the Dequeue
+	// calls waiting.
+	DefaultPrefetch = 8
+	// DefaultRetention is how long finished rows are kept before pruning.
+	DefaultRetention = 24 * time.Hour
+	// DefaultPruneInterval is how often finished rows past the retention
+	// are deleted.
+	DefaultPruneInterval = time.Minute
+	// DefaultPruneBatch is the most rows one pruning statement deletes.
+	DefaultPruneBatch = 1000
+	// DefaultStatementTimeout bounds how long a write, once sent, is
+	// awaited.
+	DefaultStatementTimeout = 30 * time.Second
+	// DefaultCloseTimeout bounds how long Close waits for statements in
+	// flight before canceling them.
+	DefaultCloseTimeout = 5 * time.Second
+)
+
+// Options configures a PubSub. The zero value means the defaults.
+type Options struct {
+	// Table is the message table, as created by migrations.Migrate with
+	// migrations.WithTable (DefaultTable if empty). It is looked up in the
+	// connections' search_path.
+	Table string
+	// Retry decides when a nacked message comes back and when it is dead.
+	Retry pubsub.RetryPolicy
+	// Lease is how long a delivery may stay unsettled before the message
+	// is delivered again. 0 means pubsub.DefaultLease.
+	Lease time.Duration
+	// MaxDataSize is the largest payload Enqueue accepts, in bytes. 0 means
+	// pubsub.DefaultMaxDataSize.
+	MaxDataSize int
+	// PollInterval is how often a waiting consumer looks for ready messages
+	// when no notification arrives (the fallback for LISTEN/NOTIFY). 0
+	// means DefaultPollInterval.
+	PollInterval time.Duration
+	// ClaimBatch bounds the rows claimed and not yet handed out, per topic
+	// and PubSub: a claim takes one row per Dequeue call waiting plus
+	// Prefetch, up to this. 0 means DefaultClaimBatch.
+	ClaimBatch int
+	// Prefetch is how many rows a claim takes beyond the Dequeue calls
+	// waiting, so that the next calls find a row without a round trip.
+	// Prefetched rows are leased (their lease is renewed if they wait long)
+	// and given back when no Dequeue call looks for them for 50 ms, and on
+	// Close; a crash leaves them to be rescued when their lease runs out.
+	// Prefetching pauses while the consumers are slower than that. 0 means
+	// DefaultPrefetch; a negative value turns prefetching off.
+	Prefetch int
+	// RescueInterval is how often this PubSub hands out again the messages
+	// whose lease ran out (those of any process). 0 means Lease/4, between
+	// 10 ms and 10 s.
+	RescueInterval time.Duration
+	// Retention is how long finished (acked) rows are kept. 0 means
+	// DefaultRetention.
+	Retention time.Duration
+	// PruneInterval is how often finished rows past Retention are deleted.
+	// 0 means DefaultPruneInterval; a negative value turns pruning off in
+	// this PubSub.
+	PruneInterval time.Duration
+	// NoListen turns LISTEN/NOTIFY wake-ups off in this PubSub: waiting
+	// consumers only poll. Enqueue still notifies.
+	NoListen bool
+	// ListenDSN is the DSN of the dedicated connection that LISTENs. If
+	// empty, the configuration of the DB's own pgx connections is used
+	// (the DB must then be on github.com/jackc/pgx/v5/stdlib). Set it to
+	// reach the server directly when the DB goes through a pooler in
+	// transaction mode (PgBouncer), where LISTEN does not work.
+	ListenDSN string
+	// Logger receives the errors that no caller can be given (a claim
+	// failing while Dequeue waits, a lost listener connection, rescue and
+	// pruning failures). nil means slog.Default().
+	Logger *slog.Logger
+	// StatementTimeout bounds how long a write (enqueue, settle, lease
+	// extension), once sent to the database, is awaited. Once sent, a write
+	// is awaited even if the caller's ctx ends, so that its result is the
+	// truth: a canceled Enqueue either returns its ctx's error and added
+	// nothing, or returns nil. 0 means DefaultStatementTimeout.
+	StatementTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for statements in flight.
+	// 0 means DefaultCloseTimeout.
+	CloseTimeout time.Duration
+}
+
+// maxBytea is the largest value PostgreSQL stores in a bytea column.
+const maxBytea = 1<<30 - 1
+
+func (o Options) withDefaults() (Options, error) {
+	fail := func(field string, v any, want string) (Options, error) {
+		return o, fmt.Errorf("dbpubsub: Options.%s is %v, want %s", field, v, want)
+	}
+	switch {
+	case o.Lease < 0:
+		return fail("Lease", o.Lease, "0 (default) or more")
+	case o.MaxDataSize < 0 || o.MaxDataSize > maxBytea:
+		return fail("MaxDataSize", o.MaxDataSize, "0 (default) to 1 GiB (PostgreSQL's bytea limit)")
+	case o.PollInterval < 0:
+		return fail("PollInterval", o.PollInterval, "0 (default) or more")
+	case o.ClaimBatch < 0:
+		return fail("ClaimBatch", o.ClaimBatch, "0 (default) or more")
+	case o.RescueInterval < 0:
+		return fail("RescueInterval", o.RescueInterval, "0 (default) or more")
+	case o.Retention < 0:
+		return fail("Retention", o.Retention, "0 (default) or more")
+	case o.StatementTimeout < 0:
+		return fail("StatementTimeout", o.StatementTimeout, "0 (default) or more")
+	case o.CloseTimeout < 0:
+		return fail("CloseTimeout", o.CloseTimeout, "0 (default) or more")
+	}
+	if o.Table == "" {
+		o.Table = DefaultTable
+	}
+	if err := migrations.ValidateTable(o.Table); err != nil {
+		return o, fmt.Errorf("dbpubsub: Options.Table: %w", err)
+	}
+	if err := o.Retry.Validate(); err != nil {
+		return o, fmt.Errorf("dbpubsub: Options.Retry: %w", err)
+	}
+	o.Retry = o.Retry.WithDefaults()
+	if o.Lease == 0 {
+		o.Lease = pubsub.DefaultLease
+	}
+	if o.MaxDataSize == 0 {
+		o.MaxDataSize = pubsub.DefaultMaxDataSize
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = DefaultClaimBatch
+	}
+	switch {
+	case o.Prefetch == 0:
+		o.Prefetch = DefaultPrefetch
+	case o.Prefetch < 0:
+		o.Prefetch = 0
+	}
+	if o.RescueInterval == 0 {
+		o.RescueInterval = min(max(o.Lease/4, 10*time.Millisecond), 10*time.Second)
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.PruneInterval == 0 {
+		o.PruneInterval = DefaultPruneInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.StatementTimeout == 0 {
+		o.StatementTimeout = DefaultStatementTimeout
+	}
+	if o.CloseTimeout == 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
+	return o, nil
+}

@@ -1,0 +1,34 @@
+package dbpubsub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/di"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Register registers a PubSub with the default Options as the
+// pubsub.PubSub of the injector in ctx, built on first use from the
+// *bun.DB the app registered (di.RegisterSingleton(ctx, db)) and closed by
+// di.Shutdown before that DB. It is the durable twin of
+// channelpubsub.Register.
+func Register(ctx context.Context) error {
+	return RegisterWithOptions(ctx, Options{})
+}
+
+// RegisterWithOptions is Register with opts. A bad option is reported now.
+func RegisterWithOptions(ctx context.Context, opts Options) error {
+	if _, err := opts.withDefaults(); err != nil {
+		return err
+	}
+	return di.RegisterLazySingleton(ctx, func(ctx context.Context) (pubsub.PubSub, error) {
+		db, err := di.Resolve[*bun.DB](ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dbpubsub: the PubSub needs the app's *bun.DB in the injector (di.RegisterSingleton(ctx, db)): %w", err)
+		}
+		return New(db, opts)
+	})
+}

@@ -1,0 +1,154 @@
+package dbpubsub
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"strings"
+)
+
+// Row states, as stored in the status column.
+const (
+	statusPending    = "pending"
+	statusProcessing = "processing"
+	statusFinished   = "finished"
+	statusDead       = "dead"
+)
+
+// reasonLeaseExpired is the last error of a message made dead because its
+// last lease ran out.
+const reasonLeaseExpired = "lease expired"
+
+// channelPrefix starts every notification channel of dbpubsub.
+const channelPrefix = "conveyor_"
+
+// channelName is the LISTEN/NOTIFY channel of topic in the table whose
+// schema-qualified name is qualified. Channels are per database, not per
+// schema, so the schema is part of it; it is hashed to stay within 63
+// bytes. statements.notifyExpr computes the same in SQL.
+func channelName(qualified, topic string) string {
+	sum := md5.Sum([]byte(qualified + ":" + topic))
+	return channelPrefix + hex.EncodeToString(sum[:])
+}
+
+// statements are the constant SQL texts of the hot path and the background
+// loops, built once per PubSub for its table. Values are always $n
+// parameters; durations are passed in microseconds.
+type statements struct {
+	resolve      string
+	enqueue      string
+	enqueueBatch string
+	enqueueUniq  string
+	claim        string
+	nextRunAt    string
+	settle       string
+	extend       string
+	renew        string
+	release      string
+	rescue       string
+	prune        string
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func newStatements(table string) statements {
+	t := quoteIdent(table)
+	r := strings.NewReplacer("{T}", t)
+	return statements{
+		// The schema-qualified name of the table found in the search_path.
+		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = to_regclass($1)`,
+
+		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
+		enqueue: r.Replace(`WITH ins AS (
+				INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz)) RETURNING id)
+			SELECT pg_notify($4, '') FROM ins`),
+
+		// $1 topic, $2 data, $3 channel, $4 unique key. One row when it
+		// was inserted, none when the key was taken.
+		enqueueUniq: r.Replace(`WITH ins AS (
+				INSERT INTO {T} (topic, data, unique_key) VALUES ($1, $2, $4)
+				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+				RETURNING id)
+			SELECT ins.id FROM ins, LATERAL pg_notify($3, '') n`),
+
+		// $1 topic, $2 data[], $3 run_at, $4 channel.
+		enqueueBatch: r.Replace(`WITH ins AS (
+				INSERT INTO {T} (topic, data, run_at)
+				SELECT $1, u.d, greatest(now(), $3::timestamptz)
+				FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
+				RETURNING id)
+			SELECT pg_notify($4, '') WHERE EXISTS (SELECT FROM ins)`),
+
+		// $1 topic, $2 limit, $3 lease µs. RETURNING order is unspecified.
+		claim: r.Replace(`WITH c AS MATERIALIZED (
+				SELECT id FROM {T}
+				WHERE topic = $1 AND status = 'pending' AND run_at <= now()
+				ORDER BY run_at, id LIMIT $2
+				FOR UPDATE SKIP LOCKED)
+			UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
+				lease_until = now() + $3 * interval '1 microsecond'
+			FROM c WHERE t.id = c.id
+			RETURNING t.id, t.data, t.attempts, t.token, t.run_at`),
+
+		// $1 topic: when the next pending message is due.
+		nextRunAt: r.Replace(`SELECT min(run_at) FROM {T} WHERE topic = $1 AND status = 'pending'`),
+
+		// Settles many deliveries in one statement, each fenced by its
+		// token and its lease. $1 ids, $2 tokens, $3 new statuses, $4
+		// delays µs (pending only), $5 reasons ('' keeps the last one).
+		settle: r.Replace(`UPDATE {T} AS t SET
+				status = s.status,
+				run_at = CASE WHEN s.status = 'pending' THEN now() + s.delay * interval '1 microsecond' ELSE t.run_at END,
+				last_error = coalesce(nullif(s.reason, ''), t.last_error),
+				finished_at = CASE WHEN s.status = 'pending' THEN NULL ELSE now() END,
+				lease_until = NULL
+			FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay, reason)
+			WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing' AND t.lease_until > now()
+			RETURNING t.id, t.token`),
+
+		// $1 id, $2 token, $3 lease µs.
+		extend: r.Replace(`UPDATE {T} SET lease_until = now() + $3 * interval '1 microsecond'
+			WHERE id = $1 AND token = $2 AND status = 'processing' AND lease_until > now()`),
+
+		// Renews the leases of rows waiting in a buffer. $1 ids, $2
+		// tokens, $3 lease µs; returns the ids renewed.
+		renew: r.Replace(`UPDATE {T} AS t SET lease_until = now() + $3 * interval '1 microsecond'
+			FROM unnest($1::bigint[], $2::bigint[]) AS s(id, token)
+			WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing' AND t.lease_until > now()
+			RETURNING t.id`),
+
+		// Gives back rows claimed but never handed out, as if never
+		// claimed. $1 ids, $2 tokens, $3 channel.
+		release: r.Replace(`WITH r AS (
+				UPDATE {T} AS t SET status = 'pending', attempts = t.attempts - 1, lease_until = NULL
+				FROM unnest($1::bigint[], $2::bigint[]) AS s(id, token)
+				WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing'
+				RETURNING t.id)
+			SELECT pg_notify($3, '') WHERE EXISTS (SELECT FROM r)`),
+
+		// Makes rows whose lease ran out pending again at once, or dead if
+		// their attempts are exhausted, and wakes their topics' consumers; it
+		// returns the topics that got messages back.
+		// $1 limit, $2 max attempts, $3 channel prefix, $4 qualified table.
+		rescue: r.Replace(`WITH x AS MATERIALIZED (
+				SELECT id FROM {T} WHERE status = 'processing' AND lease_until <= now()
+				ORDER BY lease_until LIMIT $1 FOR UPDATE SKIP LOCKED),
+			u AS (
+				UPDATE {T} AS t SET
+					status = CASE WHEN t.attempts >= $2 THEN 'dead' ELSE 'pending' END,
+					run_at = now(),
+					lease_until = NULL,
+					last_error = CASE WHEN t.attempts >= $2 THEN '` + reasonLeaseExpired + `' ELSE t.last_error END,
+					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
+				FROM x WHERE t.id = x.id
+				RETURNING t.topic, t.status)
+			SELECT p.topic FROM (SELECT DISTINCT topic FROM u WHERE status = 'pending') p,
+				LATERAL pg_notify($3::text || md5($4::text || ':' || p.topic), '') n`),
+
+		// $1 retention µs, $2 limit.
+		prune: r.Replace(`DELETE FROM {T} WHERE id IN (
+				SELECT id FROM {T} WHERE status = 'finished' AND finished_at < now() - $1 * interval '1 microsecond'
+				LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+	}
+}

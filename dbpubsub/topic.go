@@ -1,0 +1,385 @@
+package dbpubsub
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Topic is a handle on one topic of a PubSub. Besides pubsub.Topic it has
+// every optional ability of package pubsub, and enqueue in the caller's
+// transaction (EnqueueTx, EnqueueBatchTx).
+type Topic struct {
+	st     *topicState
+	err    error // the name is invalid
+	closed chan struct{}
+	once   sync.Once
+}
+
+// TxEnqueuer is a topic that can enqueue in the caller's transaction.
+// Topics of this package implement it; see EnqueueTx.
+type TxEnqueuer interface {
+	EnqueueTx(ctx context.Context, idb bun.IDB, data []byte) error
+	EnqueueBatchTx(ctx context.Context, idb bun.IDB, data [][]byte) error
+}
+
+var (
+	_ pubsub.Delayer        = (*Topic)(nil)
+	_ pubsub.BatchEnqueuer  = (*Topic)(nil)
+	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
+	_ pubsub.DeadLetters    = (*Topic)(nil)
+	_ pubsub.Stater         = (*Topic)(nil)
+	_ TxEnqueuer            = (*Topic)(nil)
+)
+
+// EnqueueTx enqueues data on t inside idb, the caller's *bun.DB, bun.Tx or
+// bun.Conn: when idb is a transaction that rolls back, the message never
+// existed. t must be a topic of this package (as every topic of a
+// dbpubsub.PubSub is, also when injected as a pubsub.Topic).
+func EnqueueTx(ctx context.Context, t pubsub.Topic, idb bun.IDB, data []byte) error {
+	tx, ok := t.(TxEnqueuer)
+	if !ok {
+		return fmt.Errorf("dbpubsub: EnqueueTx on a %T: %w", t, pubsub.ErrUnsupported)
+	}
+	return tx.EnqueueTx(ctx, idb, data)
+}
+
+// EnqueueBatchTx is EnqueueTx for many messages, in one statement.
+func EnqueueBatchTx(ctx context.Context, t pubsub.Topic, idb bun.IDB, data [][]byte) error {
+	tx, ok := t.(TxEnqueuer)
+	if !ok {
+		return fmt.Errorf("dbpubsub: EnqueueBatchTx on a %T: %w", t, pubsub.ErrUnsupported)
+	}
+	return tx.EnqueueBatchTx(ctx, idb, data)
+}
+
+// Name returns the topic's name ("" for an invalid one).
+func (t *Topic) Name() string {
+	if t.err != nil {
+		return ""
+	}
+	return t.st.name
+}
+
+// Enqueue adds a copy of data, ready at once. It returns when the row is
+// committed.
+func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
+	return t.enqueue(ctx, txFrom(ctx), "enqueue", data, time.Time{})
+}
+
+// EnqueueAt adds a copy of data, to be delivered no earlier than at (by the
+// database's clock).
+func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	return t.enqueue(ctx, txFrom(ctx), "enqueue", data, at)
+}
+
+// EnqueueTx adds a copy of data inside idb (see the package function
+// EnqueueTx). The consumers are notified when idb's transaction commits.
+func (t *Topic) EnqueueTx(ctx context.Context, idb bun.IDB, data []byte) error {
+	if idb == nil {
+		return errors.New("dbpubsub: EnqueueTx: nil bun.IDB")
+	}
+	return t.enqueue(ctx, idb, "enqueue in transaction", data, time.Time{})
+}
+
+// MaxUniqueKeyLen is the longest key EnqueueUnique accepts, in bytes.
+const MaxUniqueKeyLen = 1000
+
+// EnqueueUnique adds a copy of data unless the topic keeps a message
+// enqueued under key: ready, scheduled, processing, dead, or finished and
+// not yet pruned (Options.Retention). It reports whether data was added.
+// Concurrent calls with one key, from any process, add one message. The
+// key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL.
+func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if err := t.check(); err != nil {
+		return false, err
+	}
+	st := t.st
+	ps := st.ps
+	switch {
+	case key == "":
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: empty key", st.name)
+	case len(key) > MaxUniqueKeyLen || !utf8.ValidString(key) || strings.ContainsRune(key, 0):
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: want a key of 1 to %d bytes of UTF-8 without NUL", st.name, MaxUniqueKeyLen)
+	}
+	if err := pubsub.CheckSize(data, ps.opts.MaxDataSize); err != nil {
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: %w", st.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	ch, err := st.channel(ctx)
+	if err != nil {
+		return false, ctxErr(ctx, fmt.Errorf("dbpubsub: unique enqueue on topic %q: %w", st.name, err))
+	}
+	if err := ps.begin(); err != nil {
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: %w", st.name, err)
+	}
+	defer ps.end()
+	if data == nil {
+		data = []byte{}
+	}
+	var ex execer = ps.sqldb
+	idb := txFrom(ctx)
+	if idb != nil {
+		if ex, err = rawExecer(idb); err != nil {
+			return false, err
+		}
+	}
+	added := false
+	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+		var id int64
+		err := ex.QueryRowContext(ctx, ps.stmts.enqueueUniq, st.name, data, ch, key).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		added = err == nil
+		return err
+	})
+	if err != nil {
+		return false, ctxErr(ctx, fmt.Errorf("dbpubsub: unique enqueue on topic %q: %w", st.name, err))
+	}
+	if added && idb == nil {
+		st.wake()
+	}
+	return added, nil
+}
+
+// EnqueueBatch adds a copy of every item of data in one statement: all or
+// none.
+func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	return t.enqueueBatch(ctx, txFrom(ctx), data)
+}
+
+// EnqueueBatchTx is EnqueueBatch inside idb, the caller's *bun.DB, bun.Tx
+// or bun.Conn.
+func (t *Topic) EnqueueBatchTx(ctx context.Context, idb bun.IDB, data [][]byte) error {
+	if idb == nil {
+		return errors.New("dbpubsub: EnqueueBatchTx: nil bun.IDB")
+	}
+	return t.enqueueBatch(ctx, idb, data)
+}
+
+// execer is what the hot path runs its constant SQL on: *sql.DB, *sql.Tx
+// or *sql.Conn (not bun's wrappers, which render arguments into the text).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// write runs f, a write whose outcome the caller must learn truthfully, on
+// ex. A connection is taken with ctx, so that a canceled ctx or an
+// unreachable database stops the call before anything is sent; once sent,
+// the statement is awaited even if ctx ends (up to
+// Options.StatementTimeout), because pgx cancels the wait for the reply,
+// not the statement: giving up early could report a failure for a row that
+// was committed.
+func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+	if db, ok := ex.(*sql.DB); ok {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ex = conn
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ps.opts.StatementTimeout)
+	defer cancel()
+	return f(sctx, ex)
+}
+
+func rawExecer(idb bun.IDB) (execer, error) {
+	switch v := idb.(type) {
+	case *bun.DB:
+		return v.DB, nil
+	case bun.Tx:
+		return v.Tx, nil
+	case *bun.Tx:
+		return v.Tx, nil
+	case bun.Conn:
+		return v.Conn, nil
+	case *bun.Conn:
+		return v.Conn, nil
+	}
+	return nil, fmt.Errorf("dbpubsub: unsupported bun.IDB %T, want *bun.DB, bun.Tx or bun.Conn", idb)
+}
+
+func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte, at time.Time) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	st := t.st
+	ps := st.ps
+	if err := pubsub.CheckSize(data, ps.opts.MaxDataSize); err != nil {
+		return fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var ex execer = ps.sqldb
+	if idb != nil {
+		var err error
+		if ex, err = rawExecer(idb); err != nil {
+			return err
+		}
+	}
+	ch, err := st.channel(ctx)
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
+	}
+	if err := ps.begin(); err != nil {
+		return fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+	}
+	defer ps.end()
+	if data == nil {
+		data = []byte{} // NULL is not a payload
+	}
+	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+		_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, ch)
+		return err
+	})
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
+	}
+	if idb == nil {
+		st.wake()
+	}
+	return nil
+}
+
+func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	st := t.st
+	ps := st.ps
+	items := make([][]byte, len(data))
+	for i, d := range data {
+		if err := pubsub.CheckSize(d, ps.opts.MaxDataSize); err != nil {
+			return fmt.Errorf("dbpubsub: batch item %d on topic %q: %w", i, st.name, err)
+		}
+		if d == nil {
+			d = []byte{}
+		}
+		items[i] = d
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	var ex execer = ps.sqldb
+	if idb != nil {
+		var err error
+		if ex, err = rawExecer(idb); err != nil {
+			return err
+		}
+	}
+	ch, err := st.channel(ctx)
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: batch enqueue on topic %q: %w", st.name, err))
+	}
+	if err := ps.begin(); err != nil {
+		return fmt.Errorf("dbpubsub: batch enqueue on topic %q: %w", st.name, err)
+	}
+	defer ps.end()
+	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+		_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, ch)
+		return err
+	})
+	if err != nil {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: batch enqueue of %d on topic %q: %w", len(items), st.name, err))
+	}
+	if idb == nil {
+		st.wake()
+	}
+	return nil
+}
+
+// Dequeue blocks until a message is ready, ctx ends, or the topic closes.
+// While the database cannot be reached it keeps trying, logging the
+// errors, until ctx ends. A schema that is not migrated is an error at
+// once.
+func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := t.st
+	if _, err := st.channel(ctx); err != nil {
+		if errors.Is(err, migrations.ErrNotMigrated) {
+			return nil, fmt.Errorf("dbpubsub: dequeue on topic %q: %w", st.name, err)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		// The database is unreachable: the fetcher keeps trying.
+	}
+	st.start()
+	for {
+		d, w := st.take()
+		if w != nil {
+			st.poke()
+			select {
+			case d = <-w.ch:
+			case <-ctx.Done():
+				st.leave(w)
+				return nil, ctx.Err()
+			case <-t.closed:
+				st.leave(w)
+				return nil, st.closedErr()
+			case <-st.ps.closed:
+				st.leave(w)
+				return nil, st.closedErr()
+			}
+		}
+		if m := st.handOut(ctx, d); m != nil {
+			return m, nil
+		}
+	}
+}
+
+// Close closes this handle; other handles on the topic, the messages, and
+// the deliveries already made are untouched. A second Close returns
+// pubsub.ErrClosed.
+func (t *Topic) Close() error {
+	if t.err != nil {
+		return t.err
+	}
+	err := t.st.closedErr()
+	t.once.Do(func() {
+		close(t.closed)
+		err = nil
+	})
+	return err
+}
+
+func (t *Topic) check() error {
+	if t.err != nil {
+		return t.err
+	}
+	select {
+	case <-t.closed:
+		return t.st.closedErr()
+	case <-t.st.ps.closed:
+		return t.st.closedErr()
+	default:
+		return nil
+	}
+}

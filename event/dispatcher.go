@@ -1,0 +1,121 @@
+package event
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Dispatcher sends events to one topic. Get one injected by topic name
+// (see Register):
+//
+//	type Checkout struct {
+//		Events event.Dispatcher `inject:"orders"`
+//	}
+//
+// or make one with NewDispatcher. Every method encodes its events (see
+// Encode) and enqueues them on the topic; ctx is passed to the backend
+// unchanged, so a backend that enqueues in a transaction carried by ctx does
+// so for events too. Implementations are safe for concurrent use.
+type Dispatcher interface {
+	// Dispatch enqueues e, to be delivered at once.
+	Dispatch(ctx context.Context, e Event, opts ...Option) error
+	// DispatchAt enqueues e, to be delivered no earlier than at. It needs
+	// a topic that can delay (pubsub.Delayer) and wraps
+	// pubsub.ErrUnsupported otherwise.
+	DispatchAt(ctx context.Context, e Event, at time.Time, opts ...Option) error
+	// DispatchBatch enqueues every event, each with its own id, in one
+	// call when the topic can (pubsub.BatchEnqueuer: all or none), else one
+	// by one, stopping at the first error (see pubsub.EnqueueBatch).
+	// Nothing is enqueued when an event does not encode.
+	DispatchBatch(ctx context.Context, events ...Event) error
+	// DispatchUnique enqueues e unless the topic keeps a message with key
+	// already, and reports whether it did. It needs a topic that can
+	// (pubsub.UniqueEnqueuer) and wraps pubsub.ErrUnsupported otherwise.
+	DispatchUnique(ctx context.Context, key string, e Event, opts ...Option) (bool, error)
+}
+
+// DispatcherOptions configures a Dispatcher. The zero value means the
+// defaults.
+type DispatcherOptions struct {
+	// Source is the CloudEvents source of the events dispatched (unless
+	// the WithSource option says otherwise). "" means DefaultSource.
+	Source string
+}
+
+// NewDispatcher returns a Dispatcher on topic. It does not own topic:
+// closing the topic is the caller's business.
+func NewDispatcher(topic pubsub.Topic, opts DispatcherOptions) Dispatcher {
+	if opts.Source == "" {
+		opts.Source = DefaultSource
+	}
+	return &dispatcher{topic: topic, source: opts.Source}
+}
+
+type dispatcher struct {
+	topic  pubsub.Topic
+	source string
+}
+
+var _ Dispatcher = (*dispatcher)(nil)
+
+func (d *dispatcher) encode(e Event, opts []Option) ([]byte, error) {
+	if d.source != DefaultSource {
+		opts = append([]Option{WithSource(d.source)}, opts...)
+	}
+	return Encode(e, opts...)
+}
+
+func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) error {
+	b, err := d.encode(e, opts)
+	if err != nil {
+		return err
+	}
+	if err := d.topic.Enqueue(ctx, b); err != nil {
+		return fmt.Errorf("event: dispatch %s: %w", e.Type(), err)
+	}
+	return nil
+}
+
+func (d *dispatcher) DispatchAt(ctx context.Context, e Event, at time.Time, opts ...Option) error {
+	b, err := d.encode(e, opts)
+	if err != nil {
+		return err
+	}
+	if err := pubsub.EnqueueAt(ctx, d.topic, b, at); err != nil {
+		return fmt.Errorf("event: dispatch %s at %v: %w", e.Type(), at, err)
+	}
+	return nil
+}
+
+func (d *dispatcher) DispatchBatch(ctx context.Context, events ...Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	data := make([][]byte, len(events))
+	for i, e := range events {
+		b, err := d.encode(e, nil)
+		if err != nil {
+			return fmt.Errorf("event: batch item %d of %d: %w", i, len(events), err)
+		}
+		data[i] = b
+	}
+	if err := pubsub.EnqueueBatch(ctx, d.topic, data); err != nil {
+		return fmt.Errorf("event: dispatch batch of %d: %w", len(events), err)
+	}
+	return nil
+}
+
+func (d *dispatcher) DispatchUnique(ctx context.Context, key string, e Event, opts ...Option) (bool, error) {
+	b, err := d.encode(e, opts)
+	if err != nil {
+		return false, err
+	}
+	ok, err := pubsub.EnqueueUnique(ctx, d.topic, key, b)
+	if err != nil {
+		return false, fmt.Errorf("event: dispatch %s with key %q: %w", e.Type(), key, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backend says where messages live.
+type Backend string
+
+const (
+	// BackendMem keeps messages in this process's memory (channelpubsub):
+	// nothing to set up; queued messages are lost if the process dies.
+	BackendMem Backend = "mem"
+	// BackendDB keeps messages in PostgreSQL (dbpubsub): durable, and
+	// shared by every process on the database.
+	BackendDB Backend = "db"
+)
+
+// Config is the app's configuration, read from the environment by
+// LoadConfig. It is registered in the injector: a field of type Config
+// tagged `inject:""` gets it.
+type Config struct {
+	Addr         string        // CONVEYOR_ADDR, else ":$PORT", else 127.0.0.1:8080
+	Backend      Backend       // CONVEYOR_BACKEND: mem (default) or db
+	DatabaseURL  string        // DATABASE_URL: the PostgreSQL DSN, needed by db
+	Workers      int           // CONVEYOR_WORKERS: events handled at once (default 10)
+	ReportEvery  time.Duration // CONVEYOR_REPORT_EVERY: period of the sales report (default 1m)
+	DrainTimeout time.Duration // CONVEYOR_DRAIN_TIMEOUT: how long a stop waits for work in flight (default 30s)
+	LogLevel     slog.Level    // CONVEYOR_LOG_LEVEL: debug, info (default), warn or error
+}
+
+// Defaults of Config.
+const (
+	DefaultAddr         = "127.0.0.1:8080"
+	DefaultWorkers      = 10
+	DefaultReportEvery  = time.Minute
+	DefaultDrainTimeout = 30 * time.Second
+)
+
+// LoadConfig reads the configuration from getenv (os.Getenv in main). An
+// error names every variable that is wrong and what it should be.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:         DefaultAddr,
+		Backend:      BackendMem,
+		DatabaseURL:  getenv("DATABASE_URL"),
+		Workers:      DefaultWorkers,
+		ReportEvery:  DefaultReportEvery,
+		DrainTimeout: DefaultDrainTimeout,
+		LogLevel:     slog.LevelInfo,
+	}
+	var errs []error
+	bad := func(name, value, want string) {
+		errs = append(errs, fmt.Errorf("%s=%q: want %s", name, value, want))
+	}
+
+	if v := getenv("CONVEYOR_ADDR"); v != "" {
+		c.Addr = v
+	} else if v := getenv("PORT"); v != "" {
+		c.Addr = ":" + v // platforms that set PORT expect every interface
+	}
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+		bad("CONVEYOR_ADDR (or PORT)", c.Addr, "host:port, as in 127.0.0.1:8080 (port 0 picks a free one)")
+	}
+
+	switch v := strings.ToLower(getenv("CONVEYOR_BACKEND")); v {
+	case "", "mem", "memory":
+	case "db", "postgres", "postgresql":
+		c.Backend = BackendDB
+		if c.DatabaseURL == "" {
+			errs = append(errs, errors.New("CONVEYOR_BACKEND=db needs DATABASE_URL, as in postgres://user:password@localhost:5432/shop"))
+		}
+	default:
+		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default) or db (PostgreSQL, with DATABASE_URL)")
+	}
+
+	if v := getenv("CONVEYOR_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			bad("CONVEYOR_WORKERS", v, "a number from 1 to 1000")
+		}
+		c.Workers = n
+	}
+	duration := func(name string, d *time.Duration) {
+		if v := getenv(name); v != "" {
+			p, err := time.ParseDuration(v)
+			if err != nil || p <= 0 {
+				bad(name, v, "a positive duration, as in 30s or 5m")
+			}
+			*d = p
+		}
+	}
+	duration("CONVEYOR_REPORT_EVERY", &c.ReportEvery)
+	duration("CONVEYOR_DRAIN_TIMEOUT", &c.DrainTimeout)
+
+	if v := getenv("CONVEYOR_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad("CONVEYOR_LOG_LEVEL", v, "debug, info, warn or error")
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}

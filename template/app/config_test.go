@@ -1,0 +1,74 @@
+package main
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr []string // fragments of the error; none means no error
+	}{
+		{"Defaults", nil, func(t *testing.T, c Config) {
+			want := Config{Addr: DefaultAddr, Backend: BackendMem, Workers: DefaultWorkers,
+				ReportEvery: DefaultReportEvery, DrainTimeout: DefaultDrainTimeout, LogLevel: slog.LevelInfo}
+			if c != want {
+				t.Errorf("got %+v, want %+v", c, want)
+			}
+		}, nil},
+		{"AddrWinsOverPort", map[string]string{"CONVEYOR_ADDR": "127.0.0.1:0", "PORT": "9000"}, func(t *testing.T, c Config) {
+			if c.Addr != "127.0.0.1:0" {
+				t.Errorf("Addr = %q", c.Addr)
+			}
+		}, nil},
+		{"Port", map[string]string{"PORT": "9000"}, func(t *testing.T, c Config) {
+			if c.Addr != ":9000" {
+				t.Errorf("Addr = %q, want :9000", c.Addr)
+			}
+		}, nil},
+		{"DB", map[string]string{"CONVEYOR_BACKEND": "db", "DATABASE_URL": "postgres://localhost/shop"}, func(t *testing.T, c Config) {
+			if c.Backend != BackendDB || c.DatabaseURL != "postgres://localhost/shop" {
+				t.Errorf("got %+v", c)
+			}
+		}, nil},
+		{"Tuning", map[string]string{"CONVEYOR_WORKERS": "3", "CONVEYOR_REPORT_EVERY": "5s",
+			"CONVEYOR_DRAIN_TIMEOUT": "2s", "CONVEYOR_LOG_LEVEL": "debug"}, func(t *testing.T, c Config) {
+			if c.Workers != 3 || c.ReportEvery != 5*time.Second || c.DrainTimeout != 2*time.Second || c.LogLevel != slog.LevelDebug {
+				t.Errorf("got %+v", c)
+			}
+		}, nil},
+		{"DBWithoutURL", map[string]string{"CONVEYOR_BACKEND": "db"}, nil, []string{"DATABASE_URL"}},
+		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db"}},
+		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},
+		{"EveryMistake", map[string]string{"CONVEYOR_WORKERS": "0", "CONVEYOR_REPORT_EVERY": "often",
+			"CONVEYOR_DRAIN_TIMEOUT": "-1s", "CONVEYOR_LOG_LEVEL": "loud"},
+			nil, []string{"CONVEYOR_WORKERS", "CONVEYOR_REPORT_EVERY", "CONVEYOR_DRAIN_TIMEOUT", "CONVEYOR_LOG_LEVEL"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := LoadConfig(func(k string) string { return c.env[k] })
+			if len(c.wantErr) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.check(t, cfg)
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error for %v", c.env)
+			}
+			for _, s := range c.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/pubsub"
+
+	"github.com/conveyorgo/conveyor/template/app/orders"
+)
+
+// Handlers are the app's HTTP handlers. di.Fill fills the tagged fields of
+// each of them (nested structs are filled too).
+type Handlers struct {
+	Orders OrdersHandler
+	Stats  StatsHandler
+	Health HealthHandler
+}
+
+// Routes returns the app's routes.
+func (h *Handlers) Routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders", &h.Orders)
+	mux.Handle("GET /stats", &h.Stats)
+	mux.Handle("GET /healthz", &h.Health)
+	return mux
+}
+
+// OrdersHandler serves POST /orders: it dispatches an orders.Placed event
+// and answers 202 Accepted with the order's id.
+type OrdersHandler struct {
+	Orders event.Dispatcher `inject:"orders"` // dispatches on the topic orders.Topic
+	Log    *slog.Logger     `inject:""`
+}
+
+// orderRequest is the body of POST /orders.
+type orderRequest struct {
+	Item string `json:"item"`
+	Qty  int    `json:"qty"`
+}
+
+func (h *OrdersHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req orderRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, `want a JSON body like {"item":"book","qty":1}: `+err.Error())
+		return
+	}
+	switch {
+	case req.Item == "" || len(req.Item) > 200:
+		writeError(w, http.StatusBadRequest, `"item" must be 1 to 200 bytes long`)
+		return
+	case req.Qty < 1 || req.Qty > 1000:
+		writeError(w, http.StatusBadRequest, `"qty" must be from 1 to 1000`)
+		return
+	}
+	placed := orders.Placed{OrderID: event.NewID(), Item: req.Item, Qty: req.Qty}
+	if err := h.Orders.Dispatch(r.Context(), placed, event.WithSubject(placed.OrderID)); err != nil {
+		h.Log.ErrorContext(r.Context(), "order not queued", "error", err)
+		writeError(w, http.StatusServiceUnavailable, "the order could not be queued; try again")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"order_id": placed.OrderID})
+}
+
+// StatsHandler serves GET /stats: the events handled and failed by type,
+// and the queue's depth.
+type StatsHandler struct {
+	Queue  pubsub.Topic `inject:"orders"`
+	Stats  *Stats       `inject:""`
+	Config Config       `inject:""`
+}
+
+// statsResponse is the body of GET /stats.
+type statsResponse struct {
+	Backend Backend                   `json:"backend"`
+	Handled map[event.EventType]int64 `json:"handled"`
+	Failed  map[event.EventType]int64 `json:"failed"`
+	Queue   queueStats                `json:"queue"`
+}
+
+type queueStats struct {
+	Topic      string `json:"topic"`
+	Ready      int64  `json:"ready"`      // waiting, due now
+	Scheduled  int64  `json:"scheduled"`  // waiting for later (delayed, or retrying after a failure)
+	Processing int64  `json:"processing"` // being handled
+	Dead       int64  `json:"dead"`       // failed for good, kept for inspection
+}
+
+func (h *StatsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	qs, err := pubsub.TopicStats(ctx, h.Queue)
+	if err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
+		writeError(w, http.StatusServiceUnavailable, "queue stats: "+err.Error())
+		return
+	}
+	handled, failed := h.Stats.Counts()
+	writeJSON(w, http.StatusOK, statsResponse{
+		Backend: h.Config.Backend,
+		Handled: handled,
+		Failed:  failed,
+		Queue: queueStats{
+			Topic: orders.Topic, Ready: qs.Ready, Scheduled: qs.Scheduled,
+			Processing: qs.Processing, Dead: qs.Dead,
+		},
+	})
+}
+
+// HealthHandler serves GET /healthz: 200 when the backend answers, 503
+// when it does not.
+type HealthHandler struct {
+	Queue pubsub.Topic `inject:"orders"`
+}
+
+func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := pubsub.TopicStats(ctx, h.Queue); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away: nothing to do
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

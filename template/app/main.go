@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := newLogger(os.Stderr, cfg.LogLevel)
+	slog.SetDefault(log) // the libraries' own logs look the same
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal kills at once
+
+	if err := run(ctx, cfg, log, os.Stdout); err != nil {
+		log.Error("exiting", "error", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the app and serves HTTP until ctx ends, then stops everything
+// in order. It prints where it listens on stdout.
+func run(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) error {
+	log.Info("starting", "backend", cfg.Backend, "workers", cfg.Workers, "report_every", cfg.ReportEvery)
+	app, err := bootstrap(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("%w (set CONVEYOR_ADDR or PORT to a free address)", err), app.Shutdown())
+	}
+	srv := &http.Server{
+		Handler:           app.handlers.Routes(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	url := "http://" + dialAddr(ln.Addr())
+	fmt.Fprintf(stdout, "listening on %s — try: curl -X POST %s/orders -d '{\"item\":\"book\",\"qty\":1}'\n", url, url)
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: finishing the work in flight (a second signal kills at once)")
+		err = nil
+	case err = <-served:
+		err = fmt.Errorf("http server: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("http server: %w", serr))
+	}
+	return errors.Join(err, app.Shutdown())
+}
+
+// dialAddr is the address to reach a listener at: its own, or localhost
+// when it listens on every interface.
+func dialAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return fmt.Sprintf("localhost:%d", tcp.Port)
+}
+
+// newLogger returns a logger writing lines for people: time, level,
+// message and key=value pairs.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.String(slog.TimeKey, a.Value.Time().Format("15:04:05.000"))
+			}
+			return a
+		},
+	}))
+}

@@ -1,0 +1,324 @@
+package template_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/internal/pgtest"
+)
+
+const (
+	orders      = 200
+	placedType  = "com.example.shop.order.placed"
+	reportType  = "com.example.shop.report.due"
+	waitHandled = 60 * time.Second
+)
+
+// TestEndToEnd runs the app's binary on each backend as a user would: it
+// posts orders over HTTP, waits until the stats show them all handled,
+// stops the app with SIGTERM and checks that it exits 0 having lost
+// nothing.
+func TestEndToEnd(t *testing.T) {
+	t.Run("Mem", func(t *testing.T) {
+		t.Parallel()
+		p := startApp(t, "CONVEYOR_BACKEND=mem")
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.stop(t)
+	})
+	t.Run("MemStopAtOnce", func(t *testing.T) {
+		// SIGTERM right after the last order: the events still queued in
+		// memory exist nowhere else, so the app handles them before exiting.
+		t.Parallel()
+		p := startApp(t, "CONVEYOR_BACKEND=mem", "CONVEYOR_WORKERS=2")
+		p.postOrders(t)
+		p.stop(t)
+		if want := fmt.Sprintf("%s:%d", placedType, orders); !strings.Contains(p.stoppedLine(t), want) {
+			t.Errorf("the app stopped without handling every order: %s", p.stoppedLine(t))
+		}
+	})
+	t.Run("DB", func(t *testing.T) {
+		t.Parallel()
+		dsn, db := pgtest.NewSchema(t) // the app migrates this schema at start-up
+		p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.stop(t)
+
+		// Nothing lost: every order is a finished row, and no row is in
+		// hand or dead. (A report ticked just before the stop may wait,
+		// pending, for the next start: that is not lost.)
+		checkTable(t, db, orders)
+	})
+	t.Run("DBRestart", func(t *testing.T) {
+		// SIGTERM while orders wait in the table: the app stops at once,
+		// finishing only the events in hand; the next start handles the
+		// rest.
+		t.Parallel()
+		dsn, db := pgtest.NewSchema(t)
+		first := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn, "CONVEYOR_WORKERS=1")
+		first.postOrders(t)
+		first.stop(t)
+		counts := rowCounts(t, db)
+		if n := counts[placedType+" processing"]; n > 0 {
+			t.Errorf("the first app left %d orders in hand after its stop: they wait for their lease to run out", n)
+		}
+		left := orders - counts[placedType+" finished"]
+		t.Logf("%d orders were left for the second start", left)
+
+		second := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
+		second.waitHandledCount(t, left)
+		second.stop(t)
+		checkTable(t, db, orders)
+	})
+}
+
+// rowCounts counts the rows of the message table by event type and status,
+// as "type status".
+func rowCounts(t *testing.T, db *bun.DB) map[string]int {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `
+		SELECT convert_from(data, 'UTF8')::jsonb->>'type', status, count(*)
+		FROM conveyor_events GROUP BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	counts := map[string]int{}
+	for rows.Next() {
+		var typ, status string
+		var n int
+		if err := rows.Scan(&typ, &status, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[typ+" "+status] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
+
+// checkTable checks that the table holds n finished orders, and no row in
+// hand or dead: nothing was lost.
+func checkTable(t *testing.T, db *bun.DB, n int) {
+	t.Helper()
+	counts := rowCounts(t, db)
+	for k, c := range counts {
+		switch k {
+		case placedType + " finished", reportType + " finished", reportType + " pending":
+		default:
+			t.Errorf("%d rows %s", c, k)
+		}
+	}
+	if got := counts[placedType+" finished"]; got != n {
+		t.Errorf("%d orders finished in the table, want %d (rows by type and status: %v)", got, n, counts)
+	}
+}
+
+// process is the app's binary running.
+type process struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+	exited chan struct{}
+	err    error // Wait's error, once exited is closed
+}
+
+// startApp starts the app's binary with env (on top of the test's own
+// environment, without any CONVEYOR_ setting) on a free 127.0.0.1 port and
+// returns once it listens. It is killed at the end of the test if it is
+// still running.
+func startApp(t *testing.T, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(appBinary(t))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "PORT=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CONVEYOR_ADDR=127.0.0.1:0", "CONVEYOR_REPORT_EVERY=200ms", "CONVEYOR_DRAIN_TIMEOUT=20s")
+	cmd.Env = append(cmd.Env, env...)
+	p := &process{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		lines <- line
+		io.Copy(io.Discard, r)
+	}()
+	go func() {
+		p.err = cmd.Wait() // after stdout is read to its end
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("the app's log:\n%s", p.stderr)
+		}
+	})
+
+	select {
+	case line := <-lines:
+		m := regexp.MustCompile(`^listening on (http://127\.0\.0\.1:\d+) — try: curl `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("the app's first line %q does not say where it listens", line)
+		}
+		p.url = m[1]
+	case <-time.After(60 * time.Second):
+		t.Fatal("the app did not say where it listens within 60s")
+	}
+	return p
+}
+
+// postOrders posts the orders, a few at a time, each of which must be
+// accepted.
+func (p *process) postOrders(t *testing.T) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, orders)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				body := fmt.Sprintf(`{"item":"item-%d","qty":%d}`, i%7, 1+i%3)
+				resp, err := http.Post(p.url+"/orders", "application/json", strings.NewReader(body))
+				if err != nil {
+					errs <- err
+					continue
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					errs <- fmt.Errorf("POST /orders %s: %s %s", body, resp.Status, b)
+				}
+			}
+		})
+	}
+	for i := range orders {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// waitHandled waits until GET /stats shows every order handled, and at
+// least one periodic report.
+func (p *process) waitHandled(t *testing.T) { p.waitHandledCount(t, orders) }
+
+// waitHandledCount waits until GET /stats shows n orders handled, and at
+// least one periodic report.
+func (p *process) waitHandledCount(t *testing.T, n int) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(waitHandled); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(p.url + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = string(b)
+		var s struct {
+			Handled map[string]int `json:"handled"`
+			Failed  map[string]int `json:"failed"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &s) != nil {
+			t.Fatalf("GET /stats: %s %s", resp.Status, b)
+		}
+		if len(s.Failed) > 0 {
+			t.Fatalf("events failed: %s", b)
+		}
+		if s.Handled[placedType] > n {
+			t.Fatalf("more orders handled than %d: %s", n, b)
+		}
+		if s.Handled[placedType] == n && s.Handled[reportType] > 0 {
+			return
+		}
+	}
+	t.Fatalf("after %v the stats do not show %d orders and a report handled: %s", waitHandled, n, last)
+}
+
+// stop sends SIGTERM and checks that the app exits 0 and logged no error.
+// (Warnings are allowed: on a loaded machine the scheduler may say that it
+// skips a tick of its 200ms period.)
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the app did not exit within 30s of SIGTERM")
+	}
+	if p.err != nil {
+		t.Fatalf("the app exited with %v, want exit code 0", p.err)
+	}
+	if strings.Contains(p.stderr.String(), "level=ERROR") {
+		t.Errorf("the app logged errors")
+	}
+	p.stoppedLine(t)
+}
+
+// stoppedLine returns the line the app logs when it has stopped.
+func (p *process) stoppedLine(t *testing.T) string {
+	t.Helper()
+	for line := range strings.Lines(p.stderr.String()) {
+		if strings.Contains(line, "msg=stopped") {
+			return line
+		}
+	}
+	t.Fatal("the app did not log that it stopped")
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

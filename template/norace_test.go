@@ -1,0 +1,5 @@
+//go:build !race
+
+package template_test
+
+const raceEnabled = false
