@@ -68,9 +68,15 @@
 //     once a quarter spent (while they wait, and again when handed out), so
 //     none runs out unseen; rows nobody asks for are given back (as if never
 //     claimed) within 50 ms, and on Close.
-//   - Wake-up: Enqueue notifies in the same statement as its insert, on a
-//     channel derived from the schema-qualified table and the topic (hashed:
-//     channels are per database and at most 63 bytes). Each PubSub LISTENs
+//   - Wake-up: a NOTIFY on a channel derived from the schema-qualified
+//     table and the topic (hashed: channels are per database and at most 63
+//     bytes). An enqueue in a caller's transaction (WithTx, EnqueueTx)
+//     notifies in its own statement, so consumers wake when it commits.
+//     Any other enqueue wakes this PubSub's consumers at once and leaves the
+//     NOTIFY to a notifier goroutine that sends every pending one in a
+//     single statement right after: PostgreSQL serialises the commits of
+//     notifying transactions, and a NOTIFY per enqueue halved the rate of
+//     concurrent producers. Each PubSub LISTENs
 //     on one dedicated pgx connection, made from the DB's own pgx
 //     configuration (or Options.ListenDSN), and reconnects by itself;
 //     waiting consumers poll every Options.PollInterval as the fallback, and

@@ -46,6 +46,10 @@ type PubSub struct {
 	settleStop chan struct{}
 	listener   *listener
 	closeOnce  sync.Once
+
+	notifyMu      sync.Mutex
+	notifyPending map[string]struct{} // channels to NOTIFY (notify.go)
+	notifyKick    chan struct{}
 }
 
 var (
@@ -78,6 +82,9 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		closed:     make(chan struct{}),
 		settleCh:   make(chan *settleReq),
 		settleStop: make(chan struct{}),
+
+		notifyPending: make(map[string]struct{}),
+		notifyKick:    make(chan struct{}, 1),
 	}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	ps.listenCtx, ps.stopListen = context.WithCancel(context.Background())
@@ -85,7 +92,8 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		ps.settler.Add(1)
 		go ps.settleLoop()
 	}
-	ps.loops.Add(1)
+	ps.loops.Add(2)
+	go ps.notifyLoop()
 	go ps.rescueLoop()
 	if o.PruneInterval > 0 {
 		ps.loops.Add(1)

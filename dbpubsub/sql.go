@@ -37,6 +37,7 @@ type statements struct {
 	resolve      string
 	enqueue      string
 	enqueueBatch string
+	notify       string
 	enqueueUniq  string
 	claim        string
 	nextRunAt    string
@@ -59,10 +60,14 @@ func newStatements(table string) statements {
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
 
+		// The enqueues notify channel $n in the statement (so in the
+		// caller's transaction, on commit) unless it is '': then the
+		// notifier does it after (notify.go).
+
 		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
 		enqueue: r.Replace(`WITH ins AS (
 				INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz)) RETURNING id)
-			SELECT pg_notify($4, '') FROM ins`),
+			SELECT pg_notify($4, '') FROM ins WHERE $4 <> ''`),
 
 		// $1 topic, $2 data, $3 channel, $4 unique key. One row when it
 		// was inserted, none when the key was taken.
@@ -70,7 +75,7 @@ func newStatements(table string) statements {
 				INSERT INTO {T} (topic, data, unique_key) VALUES ($1, $2, $4)
 				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 				RETURNING id)
-			SELECT ins.id FROM ins, LATERAL pg_notify($3, '') n`),
+			SELECT ins.id FROM ins LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '') n ON true`),
 
 		// $1 topic, $2 data[], $3 run_at, $4 channel.
 		enqueueBatch: r.Replace(`WITH ins AS (
@@ -78,7 +83,10 @@ func newStatements(table string) statements {
 				SELECT $1, u.d, greatest(now(), $3::timestamptz)
 				FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
 				RETURNING id)
-			SELECT pg_notify($4, '') WHERE EXISTS (SELECT FROM ins)`),
+			SELECT pg_notify($4, '') WHERE $4 <> '' AND EXISTS (SELECT FROM ins)`),
+
+		// $1 channels: the notifier's round.
+		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
 
 		// $1 topic, $2 limit, $3 lease µs. RETURNING order is unspecified.
 		claim: r.Replace(`WITH c AS MATERIALIZED (

@@ -139,7 +139,7 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	added := false
 	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
 		var id int64
-		err := ex.QueryRowContext(ctx, ps.stmts.enqueueUniq, st.name, data, ch, key).Scan(&id)
+		err := ex.QueryRowContext(ctx, ps.stmts.enqueueUniq, st.name, data, inStatement(idb, ch), key).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -149,8 +149,8 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if err != nil {
 		return false, ctxErr(ctx, fmt.Errorf("dbpubsub: unique enqueue on topic %q: %w", st.name, err))
 	}
-	if added && idb == nil {
-		st.wake()
+	if added {
+		st.committed(idb, ch)
 	}
 	return added, nil
 }
@@ -248,16 +248,36 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 		data = []byte{} // NULL is not a payload
 	}
 	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-		_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, ch)
+		_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, inStatement(idb, ch))
 		return err
 	})
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
 	}
-	if idb == nil {
-		st.wake()
-	}
+	st.committed(idb, ch)
 	return nil
+}
+
+// inStatement is the channel an enqueue statement notifies: the topic's
+// own inside a caller's transaction idb, so that the NOTIFY goes out when
+// it commits; none otherwise (the notifier sends it, see notify.go).
+func inStatement(idb bun.IDB, ch string) string {
+	if idb != nil {
+		return ch
+	}
+	return ""
+}
+
+// committed tells the consumers of st about a message just enqueued
+// outside a caller's transaction: this PubSub's at once, other processes'
+// through the notifier. A message in a caller's transaction is announced
+// by the NOTIFY in its statement, on commit.
+func (st *topicState) committed(idb bun.IDB, ch string) {
+	if idb != nil {
+		return
+	}
+	st.wake()
+	st.ps.notifyLater(ch)
 }
 
 func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) error {
@@ -298,15 +318,13 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 	}
 	defer ps.end()
 	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-		_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, ch)
+		_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, inStatement(idb, ch))
 		return err
 	})
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: batch enqueue of %d on topic %q: %w", len(items), st.name, err))
 	}
-	if idb == nil {
-		st.wake()
-	}
+	st.committed(idb, ch)
 	return nil
 }
 
