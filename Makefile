@@ -50,7 +50,9 @@ bench-micro: check-go
 ## fuzz: each fuzz target for a while (FUZZTIME, default 30s)
 FUZZTIME ?= 30s
 fuzz: check-go
-	$(GO) test -run '^$$' -fuzz FuzzParseTag -fuzztime $(FUZZTIME) ./di
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTag$$' -fuzztime $(FUZZTIME) ./di
+	$(GO) test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./pubsub
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./event
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "Go is not installed: install Go 1.25 or later (https://go.dev/dl) and put it on PATH."; exit 1; }

@@ -19,6 +19,7 @@ type queue struct {
 
 	waiting   atomic.Int64  // ready messages waiting for room in ch
 	batchSlot chan struct{} // held by the batch going in
+	batchRest atomic.Int64  // items of that batch still waiting for room
 
 	// inflight links the entries leased to consumers, sharded by ID so
 	// that concurrent consumers rarely meet on one lock.
@@ -95,6 +96,7 @@ func (q *queue) pushAll(es []*entry) {
 		}
 		rest := es[i:]
 		q.waiting.Add(int64(len(rest)))
+		q.batchRest.Add(int64(len(rest)))
 		q.ps.wg.Add(1)
 		go func() {
 			defer q.ps.wg.Done()
@@ -103,6 +105,7 @@ func (q *queue) pushAll(es []*entry) {
 				select {
 				case q.ch <- e:
 					q.waiting.Add(-1)
+					q.batchRest.Add(-1)
 				case <-q.ps.closed:
 					return
 				}
@@ -152,6 +155,20 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if q.batchRest.Load() > 0 {
+		// A batch is still going in: wait behind it, so that a producer's
+		// messages keep their order.
+		select {
+		case q.batchSlot <- struct{}{}:
+			<-q.batchSlot
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-handleClosed:
+			return q.closedErr()
+		case <-q.ps.closed:
+			return q.closedErr()
+		}
 	}
 	e := q.newEntry(data)
 	if key != "" {

@@ -1,0 +1,151 @@
+package reliability
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+const (
+	connLossMessages = 10_000
+	connLossTopic    = "connection-loss"
+)
+
+// withAppName returns the URL DSN with application_name set, so that a
+// test can find its connections in pg_stat_activity.
+func withAppName(t testing.TB, dsn, name string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("parse DSN: %v", err)
+	}
+	q := u.Query()
+	q.Set("application_name", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Fault 2. While consumers drain a topic, pg_terminate_backend kills every
+// connection of their PubSub (pooled ones and the LISTEN one) again and
+// again. Consumers reconnect, polling covers the gap, nothing is lost, and
+// afterwards the listener is back: a message enqueued by another process
+// wakes an idle consumer long before its poll would.
+func TestConnectionLoss(t *testing.T) {
+	dsn, db := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	app := "reliability-connloss-" + hex.EncodeToString(b[:])
+	cdb := openDB(t, withAppName(t, dsn, app))
+	const poll = 2 * time.Second
+	opts := quietOptions(2 * time.Second)
+	opts.PollInterval = poll
+	ps := newPubSub(t, cdb, opts)
+	tp := ps.Topic(connLossTopic)
+	enqueueAll(t, tp, payloads("c", connLossMessages))
+
+	cnt := newCounter()
+	cctx, stop := context.WithCancel(ctx)
+	wg := consumeUntil(cctx, tp, 8, func(m pubsub.Message) {
+		cnt.deliver(m)
+		if ackPersistently(cctx, m) {
+			cnt.ack(m)
+		}
+	})
+
+	// The storm: every 200 ms, terminate every backend of the consumers'
+	// PubSub, from another pool.
+	rounds, killed, listenersKilled := 0, 0, 0
+	stormEnd := time.Now().Add(20 * time.Second)
+	for time.Now().Before(stormEnd) && cnt.ackedCount() < connLossMessages {
+		time.Sleep(200 * time.Millisecond)
+		var n, l int
+		err := db.DB.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)),
+				count(*) FILTER (WHERE query LIKE 'LISTEN%')
+			FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n, &l)
+		if err != nil {
+			t.Fatalf("pg_terminate_backend: %v", err)
+		}
+		rounds++
+		killed += n
+		listenersKilled += l
+	}
+	ackedDuringStorm := cnt.ackedCount()
+	if rounds < 3 || listenersKilled == 0 {
+		t.Errorf("the storm ran %d rounds and killed the listener %d times, want at least 3 rounds and one listener kill", rounds, listenersKilled)
+	}
+
+	if err := waitSettled(ctx, db, connLossTopic, connLossMessages); err != nil {
+		t.Fatalf("after the storm: %v", err)
+	}
+
+	// The listener is back: a LISTEN connection exists again, and a
+	// message from another process wakes the idle consumers in much less
+	// than the poll interval.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := db.DB.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND query LIKE 'LISTEN%'`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no LISTEN connection 20 s after the storm: the listener did not come back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	producer := newPubSub(t, db, dbpubsub.Options{NoListen: true, Logger: discard})
+	ptp := producer.Topic(connLossTopic)
+	var lat []time.Duration
+	for i := range 5 {
+		time.Sleep(300 * time.Millisecond) // the consumers are idle
+		before := cnt.ackedCount()
+		start := time.Now()
+		if err := ptp.Enqueue(ctx, fmt.Appendf(nil, "wake-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		for cnt.ackedCount() == before {
+			if time.Since(start) > 3*poll {
+				t.Fatalf("a message enqueued after the storm was not consumed within %v", 3*poll)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	stop()
+	wg.Wait()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if median := lat[len(lat)/2]; median > poll/2 {
+		t.Errorf("after the storm, median wake-up latency %v (all %v), want well under the %v poll: the listener is not back", median, lat, poll)
+	}
+
+	acked, dead, redeliveries, storedTwice := dbCount(t, db, connLossTopic)
+	inProcAcked, inProcRedeliveries, ackedTwice := cnt.tally()
+	if ackedTwice != 0 || storedTwice != 0 {
+		t.Errorf("%d messages acked twice, %d stored twice: want 0", ackedTwice, storedTwice)
+	}
+	acked -= 5 // the wake-up messages
+	inProcAcked -= 5
+	if inProcAcked != acked {
+		t.Errorf("consumers saw %d Acks succeed, the table has %d messages finished", inProcAcked, acked)
+	}
+	result{
+		fault: "connection loss (pg_terminate_backend)", messages: connLossMessages, acked: acked, dead: dead,
+		duplicates: max(redeliveries, inProcRedeliveries),
+		note: fmt.Sprintf("%d storm rounds every 200 ms killed %d backends (%d LISTEN); %d acked during the storm; wake-up latency after it %v (poll %v); duplicates are deliveries whose settle or lease renewal was cut off",
+			rounds, killed, listenersKilled, ackedDuringStorm, slices.Clip(lat), poll),
+	}.report(t)
+}

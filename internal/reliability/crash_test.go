@@ -1,0 +1,203 @@
+package reliability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+)
+
+const (
+	crashMessages  = 20_000
+	crashProcesses = 3  // consumer processes running at any time
+	crashWorkers   = 8  // Dequeue+Ack goroutines per process
+	crashKills     = 10 // SIGKILLs, each followed by a restart
+	crashTopic     = "crash"
+	crashDSNEnv    = "RELIABILITY_DSN"
+	crashLease     = time.Second
+)
+
+// Fault 1. Consumer processes draining a 20,000-message topic are killed
+// with SIGKILL at random moments and replaced; every message is acked in
+// the end, none twice, and the deliveries the killed processes held come
+// back when their lease runs out.
+func TestConsumerCrash(t *testing.T) {
+	dsn, db := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	// Each consumer counts its successful Acks here, per message.
+	if _, err := db.DB.ExecContext(ctx, "CREATE TABLE acks (id bigint PRIMARY KEY, n int NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	ps := newPubSub(t, db, quietOptions(crashLease))
+	enqueueAll(t, ps.Topic(crashTopic), payloads("m", crashMessages))
+
+	var out lockedBuffer
+	var mu sync.Mutex
+	var running []*exec.Cmd
+	var waits sync.WaitGroup
+	exited := make(chan error, 100)
+	start := func() {
+		cmd := startChild(t, "consume", &out, crashDSNEnv+"="+dsn)
+		mu.Lock()
+		running = append(running, cmd)
+		mu.Unlock()
+		waits.Add(1)
+		go func() {
+			defer waits.Done()
+			exited <- cmd.Wait()
+		}()
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, c := range running {
+			_ = c.Process.Kill()
+		}
+		mu.Unlock()
+		waits.Wait()
+	})
+	for range crashProcesses {
+		start()
+	}
+
+	// Kill a random consumer at random moments, once it is at work.
+	kills, failures := 0, 0
+	for kills < crashKills {
+		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
+		var open int
+		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status <> 'finished'").Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == 0 {
+			break // drained before all the kills
+		}
+		mu.Lock()
+		victim := running[rand.IntN(len(running))]
+		mu.Unlock()
+		if victim.Process.Signal(syscall.SIGKILL) == nil {
+			kills++
+			mu.Lock()
+			for i, c := range running {
+				if c == victim {
+					running = append(running[:i], running[i+1:]...)
+					break
+				}
+			}
+			mu.Unlock()
+			start()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("still killing after %v; consumers' output:\n%s", 150*time.Second, out.String())
+		}
+	}
+	if err := waitSettled(ctx, db, crashTopic, crashMessages); err != nil {
+		t.Fatalf("after %d kills: %v; consumers' output:\n%s", kills, err, out.String())
+	}
+	// The survivors exit once the topic is drained.
+	mu.Lock()
+	survivors := len(running)
+	mu.Unlock()
+	for range survivors + kills {
+		select {
+		case err := <-exited:
+			var ee *exec.ExitError
+			if err != nil && !(errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL) {
+				failures++
+				t.Errorf("a consumer failed: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("consumers did not exit after the drain; output:\n%s", out.String())
+		}
+	}
+	if failures > 0 {
+		t.Logf("consumers' output:\n%s", out.String())
+	}
+
+	acked, dead, redeliveries, storedTwice := dbCount(t, db, crashTopic)
+	var ackedTwice int
+	if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM acks WHERE n > 1").Scan(&ackedTwice); err != nil {
+		t.Fatal(err)
+	}
+	if ackedTwice != 0 || storedTwice != 0 {
+		t.Errorf("%d messages acked twice, %d stored twice: want 0", ackedTwice, storedTwice)
+	}
+	result{
+		fault: "consumer crash (SIGKILL)", messages: crashMessages, acked: acked, dead: dead,
+		duplicates: redeliveries,
+		note: fmt.Sprintf("%d kills and restarts, %d processes × %d workers, lease %v; duplicates are the deliveries held by killed processes, redelivered after their lease",
+			kills, crashProcesses, crashWorkers, crashLease),
+	}.report(t)
+}
+
+// childConsume is a consumer process of TestConsumerCrash: it acks the
+// messages of the topic until none is left unfinished, recording each
+// successful Ack in table acks (a second successful Ack of one message
+// would be a fencing bug).
+func childConsume() error {
+	dsn := os.Getenv(crashDSNEnv)
+	db, err := dbpubsub.Open(dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	ps, err := dbpubsub.New(db, quietOptions(crashLease))
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	tp := ps.Topic(crashTopic)
+	errs := make(chan error, crashWorkers)
+	var wg sync.WaitGroup
+	for range crashWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				m, err := tp.Dequeue(dctx)
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					var open int
+					if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status <> 'finished'").Scan(&open); err != nil {
+						errs <- err
+						return
+					}
+					if open == 0 {
+						return
+					}
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !ackPersistently(ctx, m) {
+					continue // too slow: the message went to someone else
+				}
+				if _, err := db.DB.ExecContext(ctx,
+					"INSERT INTO acks (id, n) VALUES ($1, 1) ON CONFLICT (id) DO UPDATE SET n = acks.n + 1", m.ID()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(func() []error {
+		var all []error
+		for e := range errs {
+			all = append(all, e)
+		}
+		return all
+	}()...)
+}

@@ -1,0 +1,48 @@
+// Package reliability holds conveyor's fault, bad-input and shutdown tests
+// (tracker issue 7). It has no code of its own: everything is in its
+// _test.go files, which drive the public API of pubsub, channelpubsub,
+// dbpubsub, event, di and migrations the way an application would.
+//
+// Every fault test counts each message it enqueued and logs one line
+//
+//	RESULT fault="…" messages=N acked=A dead=D lost=L duplicates=U
+//
+// failing when L (enqueued − acked − dead) is not 0. Duplicates are
+// deliveries beyond the first (allowed by at-least-once delivery) and are
+// counted, not failed.
+//
+// The tests, by the item of issue 7 they prove:
+//
+//  1. TestConsumerCrash: consumer processes draining 20,000 messages are
+//     SIGKILLed at random moments and restarted.
+//  2. TestConnectionLoss: pg_terminate_backend kills the consumers' pooled
+//     and LISTEN connections every 200 ms during a drain of 10,000.
+//  3. TestDatabaseRestart: pg_ctl restart -m fast of a cluster the test
+//     owns, while producers enqueue and consumers drain 3,000.
+//  4. TestProducerCancellation, TestEnqueueCanceledMidStatement,
+//     TestAckCanceledMidStatement, TestConsumerCancellation,
+//     TestBatchAllOrNoneOnFullTopic: contexts ending at random points, and
+//     at the worst ones (mid-statement, a batch waiting for room).
+//  5. TestStaleSettle: late Ack, Nack and ExtendLease of a delivery whose
+//     lease ran out.
+//  6. TestShutdownUnderLoad: event.Service.Run canceled with 1,000 events in
+//     flight, then a restarted Service; TestCloseWithDeliveriesInHand.
+//  7. The tests above that apply run on channelpubsub too (eachBackend),
+//     and TestNackAccounting checks nacks and dead letters on both.
+//
+// TestBadInput is the table of bad inputs (topic names, data, messages,
+// topics, events, di, migrations).
+//
+// The tests need PostgreSQL, as every database test of the module does:
+// run them with `make test` or
+//
+//	scripts/with-postgres.sh go test -race ./internal/reliability/
+//
+// The database-restart test starts a throwaway cluster of its own with
+// initdb and pg_ctl (from PATH or /usr/lib/postgresql/*/bin; Debian and
+// Ubuntu: apt-get install postgresql), and fails, never skips, without them.
+//
+// The consumer-crash and concurrent-migration tests run copies of the test
+// binary as child processes (see TestMain): each child is told its role by
+// the environment variable RELIABILITY_CHILD.
+package reliability
