@@ -11,10 +11,9 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
-	"github.com/conveyorgo/conveyor/internal/pgtest"
-	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -51,12 +50,7 @@ var backends = []backend{
 		name:    "dbpubsub",
 		durable: true,
 		register: func(t testing.TB, ctx context.Context, o backendOptions) {
-			_, db := pgtest.NewSchema(t)
-			mctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := migrations.Migrate(mctx, db); err != nil {
-				t.Fatalf("migrations.Migrate: %v", err)
-			}
+			_, db := dbpubsubtest.NewStore(t)
 			if err := di.RegisterSingleton(ctx, db); err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,62 @@
+// Package dbpubsubtest helps tests run dbpubsub against a real PostgreSQL:
+// each test gets a schema of its own, migrated, and dropped when it ends.
+//
+//	func TestCheckout(t *testing.T) {
+//		dsn, db := dbpubsubtest.NewStore(t)
+//		ps := dbpubsubtest.New(t, db, dbpubsub.Options{Lease: time.Second})
+//		other := dbpubsubtest.New(t, dbpubsubtest.OpenDB(t, dsn), dbpubsub.Options{}) // "another process"
+//		...
+//	}
+//
+// The server is $DATABASE_URL when set, else PostgreSQL on 127.0.0.1:5432;
+// without either the test fails, saying how to get one (`make test` starts
+// a throwaway cluster). It never skips.
+package dbpubsubtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/internal/pgtest"
+	"github.com/conveyorgo/conveyor/migrations"
+)
+
+// NewStore returns a fresh migrated schema of its own for t: a DSN whose
+// connections use it, and a DB on it, closed when t ends.
+func NewStore(t testing.TB) (dsn string, db *bun.DB) {
+	t.Helper()
+	dsn, db = pgtest.NewSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.Migrate(ctx, db); err != nil {
+		t.Fatalf("migrations.Migrate: %v", err)
+	}
+	return dsn, db
+}
+
+// New returns a PubSub on db, closed when t ends.
+func New(t testing.TB, db *bun.DB, opts dbpubsub.Options) *dbpubsub.PubSub {
+	t.Helper()
+	ps, err := dbpubsub.New(db, opts)
+	if err != nil {
+		t.Fatalf("dbpubsub.New: %v", err)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	return ps
+}
+
+// OpenDB opens another DB on dsn, as another process would, closed when t
+// ends.
+func OpenDB(t testing.TB, dsn string) *bun.DB {
+	t.Helper()
+	db, err := dbpubsub.Open(dsn)
+	if err != nil {
+		t.Fatalf("dbpubsub.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
