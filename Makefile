@@ -18,9 +18,11 @@ else
 	@echo "BACKEND=$(BACKEND): want mem (the default, in memory) or db (PostgreSQL)"; exit 2
 endif
 
-## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL
+## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL,
+## then a smoke run of the benchmark harness (bench/, its own module)
 test: lint
 	scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 9m ./...
+	cd bench && ../scripts/with-postgres.sh $(GO) test -count=1 -timeout 5m ./...
 
 ## lint: gofmt check and go vet
 lint: fmt-check vet
@@ -31,6 +33,7 @@ fmt-check: check-go
 
 vet: check-go
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 ## bench: conveyor against its peers, side by side (bench/, ~8 min); writes BENCHMARKS.md
 ## and bench/results/. BENCH_FLAGS passes flags (cd bench && go run . -h lists them).

@@ -60,9 +60,10 @@ if ! initdb=$(find_bin initdb) || ! pg_ctl=$(find_bin pg_ctl); then
 	exit 1
 fi
 
+# free_port prints the first port from $1 on that nothing listens on.
 free_port() {
 	local p
-	for p in $(seq 55432 55532) ; do
+	for p in $(seq "$1" 55532); do
 		if ! (exec 3<>/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -70,7 +71,6 @@ free_port() {
 	done
 	return 1
 }
-port=$(free_port) || { log "no free port in 55432-55532"; exit 1; }
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/with-postgres.XXXXXX")
 as_user=()
@@ -92,12 +92,25 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "starting a throwaway PostgreSQL on 127.0.0.1:$port in $dir"
 "${as_user[@]}" "$initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 ||
 	{ cat "$dir/initdb.log" >&2; exit 1; }
-"${as_user[@]}" "$pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-	-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-	start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+# Another process may take the free port before the server binds it: then
+# the next free port is tried.
+port=55431
+for attempt in 1 2 3 4 5; do
+	port=$(free_port $((port + 1))) || { log "no free port in 55432-55532"; exit 1; }
+	log "starting a throwaway PostgreSQL on 127.0.0.1:$port in $dir"
+	if "${as_user[@]}" "$pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+		start >/dev/null; then
+		break
+	fi
+	if [ "$attempt" = 5 ] || ! grep -q "could not bind\|already in use" "$dir/server.log"; then
+		cat "$dir/server.log" >&2
+		exit 1
+	fi
+	log "port $port was taken meanwhile; trying another"
+done
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 set +e

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kind says which baseline a system is compared with.
+type Kind string
+
+const (
+	// KindPostgres systems keep their messages in PostgreSQL; their
+	// baseline is the hand-written SKIP LOCKED loop.
+	KindPostgres Kind = "postgres"
+	// KindMemory systems keep their messages in the process; their
+	// baseline is a raw buffered Go channel.
+	KindMemory Kind = "memory"
+)
+
+// Msg is what every system carries: a sequence number and the time it was
+// enqueued (UnixNano), for the latency scenario. Each system encodes it as
+// its API expects (JSON bytes for most).
+type Msg struct {
+	N int64
+	T int64
+}
+
+// System is one queue implementation under test. Adding a system means
+// adding one file that calls register from its init function.
+type System interface {
+	// Name is the row label of the table, unique.
+	Name() string
+	Kind() Kind
+	// Baseline reports whether the system is the baseline of its kind.
+	Baseline() bool
+	// Config describes the configuration, printed beside the numbers.
+	Config(cfg Config) string
+	// Open makes a fresh instance: its own schema, tables and clients.
+	Open(ctx context.Context, env *Env, cfg Config) (Instance, error)
+}
+
+// Instance is one fresh setup of a system. Enqueue (and EnqueueBatch) are
+// safe for concurrent use.
+type Instance interface {
+	Enqueue(ctx context.Context, m Msg) error
+	// Consume starts workers consumers. Each message is passed to handle
+	// inside the consumer's handler, then settled (acked/completed); done is
+	// called once its settlement is known to the system. stop ends the
+	// consumers and waits for them.
+	Consume(ctx context.Context, workers int, handle func(Msg), done func()) (stop func() error, err error)
+	// Close releases everything Open made, dropping its schema.
+	Close() error
+}
+
+// BatchEnqueuer is an Instance with a batch API.
+type BatchEnqueuer interface {
+	EnqueueBatch(ctx context.Context, ms []Msg) error
+}
+
+// Limited is a system that runs only some scenarios (a variant meant to
+// show one thing).
+type Limited interface {
+	// Scenarios lists the scenarios it runs; nil means all that apply.
+	Scenarios() []string
+}
+
+// Standalone is a system that is not a queue but a physical reference with
+// a measurement of its own (pgbench).
+type Standalone interface {
+	// Measure runs once and returns transactions per second and how many
+	// transactions it counted.
+	Measure(ctx context.Context, env *Env, cfg Config) (tps float64, count int64, err error)
+}
+
+// The registry. The framework itself has no init() registration (see
+// shared/style.md); in this benchmark program it is what lets a system be
+// one self-contained file.
+var registry []System
+
+func register(s System) { registry = append(registry, s) }
+
+// orderedSystems returns the registered systems, PostgreSQL first, each
+// kind's baseline last, then by registration order within a file name sort.
+func orderedSystems() []System {
+	out := append([]System(nil), registry...)
+	rank := func(s System) int {
+		r := 0
+		if s.Kind() == KindMemory {
+			r += 10
+		}
+		if _, ok := s.(Standalone); ok {
+			r += 2
+		} else if s.Baseline() {
+			r++
+		}
+		return r
+	}
+	order := map[string]int{}
+	for i, n := range preferredOrder {
+		order[n] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i]), rank(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		oi, iok := order[out[i].Name()]
+		oj, jok := order[out[j].Name()]
+		if iok && jok {
+			return oi < oj
+		}
+		if iok != jok {
+			return iok
+		}
+		return out[i].Name() < out[j].Name()
+	})
+	return out
+}
+
+// preferredOrder puts conveyor first in each group of the table.
+var preferredOrder = []string{
+	"conveyor dbpubsub", "conveyor dbpubsub (128 consumers)", "river (defaults)", "river (tuned)", "watermill-sql",
+	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
+}
+
+// Config is the whole run's configuration.
+type Config struct {
+	N           int           // messages per run of scenarios 1, 2 and 3
+	RoundtripN  int           // messages per run of the in-memory round trip (scenario 5)
+	W           int           // workers (producers, consumers)
+	Reps        int           // repetitions of each scenario; the median is reported
+	BatchSize   int           // messages per batch call
+	Rate        int           // latency scenario: messages per second
+	LatencyFor  time.Duration // latency scenario: how long the producer runs
+	MaxRun      time.Duration // cap on one timed run (a slow system reports what it did)
+	Backlog     int           // backlog scenario: messages waiting before the consumer starts
+	BacklogMax  time.Duration // backlog scenario: cap on the consumer process's drain
+	BacklogReps int           // backlog scenario: repetitions
+	PoolSize    int           // database connections per system instance
+	Systems     string        // comma-separated substrings; empty means all
+	Scenarios   string        // comma-separated scenario ids; empty means all
+}
+
+func (c Config) wantSystem(name string) bool {
+	if c.Systems == "" {
+		return true
+	}
+	for _, s := range strings.Split(c.Systems, ",") {
+		if s = strings.TrimSpace(s); s != "" && strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) wantScenario(id string) bool {
+	if c.Scenarios == "" {
+		return true
+	}
+	for _, s := range strings.Split(c.Scenarios, ",") {
+		if strings.TrimSpace(s) == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.N < 1:
+		return fmt.Errorf("-n is %d, want 1 or more", c.N)
+	case c.RoundtripN < 1:
+		return fmt.Errorf("-roundtrip-n is %d, want 1 or more", c.RoundtripN)
+	case c.W < 1:
+		return fmt.Errorf("-w is %d, want 1 or more", c.W)
+	case c.Reps < 1:
+		return fmt.Errorf("-reps is %d, want 1 or more", c.Reps)
+	case c.BatchSize < 1:
+		return fmt.Errorf("-batch is %d, want 1 or more", c.BatchSize)
+	case c.Rate < 1:
+		return fmt.Errorf("-rate is %d, want 1 or more", c.Rate)
+	case c.LatencyFor <= 0:
+		return fmt.Errorf("-latency-for is %v, want more than 0", c.LatencyFor)
+	case c.MaxRun <= 0:
+		return fmt.Errorf("-max-run is %v, want more than 0", c.MaxRun)
+	case c.Backlog < 0:
+		return fmt.Errorf("-backlog is %d, want 0 (skip) or more", c.Backlog)
+	case c.BacklogMax <= 0:
+		return fmt.Errorf("-backlog-max-run is %v, want more than 0", c.BacklogMax)
+	case c.PoolSize < 1:
+		return fmt.Errorf("-pool is %d, want 1 or more", c.PoolSize)
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+// Command bench measures conveyor's backends against their peers, side by
+// side in one run, and writes the table to stdout, the raw numbers to
+// results/ and, with -md, BENCHMARKS.md. Run it through make bench, or:
+//
+//	cd bench && ../scripts/with-postgres.sh go run . -h
+//
+// The systems are the sys_*.go files, one per system, each behind the
+// System interface of harness.go. The scenarios are in scenarios.go.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stderr receives progress lines and the systems' error logs.
+var stderr io.Writer = os.Stderr
+
+func defaultConfig() Config {
+	return Config{
+		N:           20_000,
+		RoundtripN:  100_000,
+		W:           8,
+		Reps:        3,
+		BatchSize:   100,
+		Rate:        500,
+		LatencyFor:  10 * time.Second,
+		MaxRun:      10 * time.Second,
+		Backlog:     1_000_000,
+		BacklogMax:  90 * time.Second,
+		BacklogReps: 1,
+		PoolSize:    conveyorPool(),
+	}
+}
+
+func main() {
+	if isBacklogChild() {
+		os.Exit(backlogChild())
+	}
+	cfg := defaultConfig()
+	flag.IntVar(&cfg.N, "n", cfg.N, "messages per run of the enqueue, batch and drain scenarios")
+	flag.IntVar(&cfg.RoundtripN, "roundtrip-n", cfg.RoundtripN, "messages per run of the in-memory round trip "+
+		"(more than -n: 20,000 in-memory messages take ~10-30 ms, below the noise of a shared machine)")
+	flag.IntVar(&cfg.W, "w", cfg.W, "workers: producers and consumers")
+	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each scenario (the median is reported)")
+	flag.IntVar(&cfg.BatchSize, "batch", cfg.BatchSize, "messages per call of the batch scenario")
+	flag.IntVar(&cfg.Rate, "rate", cfg.Rate, "latency scenario: messages per second")
+	flag.DurationVar(&cfg.LatencyFor, "latency-for", cfg.LatencyFor, "latency scenario: how long the producer runs")
+	flag.DurationVar(&cfg.MaxRun, "max-run", cfg.MaxRun, "cap on one timed run; a slower system reports the rate it reached")
+	flag.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "backlog scenario: messages waiting for the consumer process (0 skips it)")
+	flag.DurationVar(&cfg.BacklogMax, "backlog-max-run", cfg.BacklogMax, "backlog scenario: cap on the consumer process's drain")
+	flag.IntVar(&cfg.BacklogReps, "backlog-reps", cfg.BacklogReps, "backlog scenario: repetitions")
+	flag.IntVar(&cfg.PoolSize, "pool", cfg.PoolSize, "database connections per system (conveyor's dbpubsub.Open uses max(8, 4×GOMAXPROCS))")
+	flag.StringVar(&cfg.Systems, "systems", "", "comma-separated substrings of the systems to run (default all)")
+	flag.StringVar(&cfg.Scenarios, "scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(scenarioOrder, ","))
+	resultsDir := flag.String("results", "results", "directory for the JSON results")
+	md := flag.String("md", "", "write BENCHMARKS.md to this path")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	list := flag.Bool("list", false, "list the systems and their configurations, and exit")
+	from := flag.String("from", "", "measure nothing: render the table (and -md) from this results JSON of an earlier run")
+	flag.Parse()
+
+	if *list {
+		for _, s := range orderedSystems() {
+			fmt.Printf("%-28s %-8s %s\n", s.Name(), s.Kind(), s.Config(cfg))
+		}
+		return
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var rep *Report
+	var path string
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		if err != nil {
+			fatal(err)
+		}
+		rep = &Report{}
+		if err := json.Unmarshal(b, rep); err != nil {
+			fatal(fmt.Errorf("%s: %w", *from, err))
+		}
+		path = *from
+		if filepath.Base(path) == "latest.json" {
+			path = filepath.Join(filepath.Dir(path), rep.Started.UTC().Format("20060102T150405Z")+".json")
+		}
+		rep.writeTable(os.Stdout)
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		var err error
+		if rep, err = run(ctx, cfg); err != nil {
+			pprof.StopCPUProfile()
+			fatal(err)
+		}
+		rep.writeTable(os.Stdout)
+		if path, err = rep.writeJSON(*resultsDir); err != nil {
+			fatal(err)
+		}
+		fmt.Fprintf(stderr, "bench: results in %s\n", path)
+	}
+	if *md != "" {
+		f, err := os.Create(*md)
+		if err != nil {
+			fatal(err)
+		}
+		rep.writeMarkdown(f, strings.TrimPrefix(path, "./"))
+		if err := f.Close(); err != nil {
+			fatal(err)
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s\n", *md)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+// run runs every wanted scenario on every wanted system. The repetitions
+// are interleaved (rep 1 of every system, then rep 2...) so that a noisy
+// moment of a shared machine does not fall on one system only.
+func run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	env, err := newEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	rep := &Report{Started: time.Now(), Config: cfg, Machine: machine()}
+	if rep.Postgres, err = env.settings(ctx); err != nil {
+		return nil, fmt.Errorf("read server settings: %w", err)
+	}
+	var systems []System
+	for _, s := range orderedSystems() {
+		if cfg.wantSystem(s.Name()) {
+			systems = append(systems, s)
+			rep.Systems = append(rep.Systems, SystemInfo{Name: s.Name(), Kind: s.Kind(), Config: s.Config(cfg)})
+		}
+	}
+	for _, sc := range scenarioOrder {
+		if !cfg.wantScenario(sc) || (sc == ScBacklog && cfg.Backlog == 0) {
+			continue
+		}
+		var results []*Result
+		for _, s := range systems {
+			if ok, _ := applicable(s, sc); ok {
+				results = append(results, &Result{System: s.Name(), Kind: s.Kind(), Scenario: sc,
+					Unit: unitOf(sc), baseline: s.Baseline()})
+			}
+		}
+		reps := cfg.Reps
+		if sc == ScBacklog {
+			reps = max(1, cfg.BacklogReps)
+		}
+		for i := range reps {
+			for _, s := range systems {
+				r := resultFor(results, s.Name())
+				if r == nil || r.Err != "" {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				run, err := runScenario(ctx, env, cfg, s, sc)
+				if err != nil {
+					r.Err = err.Error()
+					if err != errNoBatch {
+						fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: error: %v\n", sc, s.Name(), i+1, reps, err)
+					}
+					continue
+				}
+				r.Runs = append(r.Runs, run)
+				fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: %s\n", sc, s.Name(), i+1, reps, describe(sc, run))
+			}
+		}
+		for _, r := range results {
+			r.summarize()
+			rep.Results = append(rep.Results, *r)
+		}
+	}
+	ratios(rep.Results)
+	rep.Targets = targets(rep.Results)
+	rep.Took = time.Since(rep.Started).Round(time.Second).String()
+	if m := machine(); m != nil {
+		rep.Machine["load average at end (1/5/15 min)"] = m["load average at start (1/5/15 min)"]
+	}
+	return rep, nil
+}
+
+func resultFor(results []*Result, name string) *Result {
+	for _, r := range results {
+		if r.System == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func describe(sc string, r Run) string {
+	capped := ""
+	if r.Capped {
+		capped = " (capped)"
+	}
+	switch sc {
+	case ScLatency:
+		return fmt.Sprintf("p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms, %d msgs, %d lost", r.P50, r.P90, r.P99, r.Max, r.Count, r.Lost)
+	case ScPgbench:
+		return fmt.Sprintf("%s tps", num(r.Value))
+	case ScBacklog:
+		st := r.Backlog
+		return fmt.Sprintf("%s of %s msgs drained at %s msgs/s%s (filled at %s msgs/s); peak RSS %.1f MiB (backlog of %s: %.1f MiB)",
+			num(float64(st.Messages)), num(float64(st.Backlog)), num(st.DrainRate), capped, num(st.FillRate), st.PeakRSSMB, num(float64(st.SmallN)), st.SmallPeakMB)
+	}
+	return fmt.Sprintf("%s msgs/s (%d msgs in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
+}

@@ -1,0 +1,531 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Result is one system on one scenario: every repetition and the median.
+type Result struct {
+	System   string        `json:"system"`
+	Kind     Kind          `json:"kind"`
+	Scenario string        `json:"scenario"`
+	Unit     string        `json:"unit"`
+	Runs     []Run         `json:"runs"`
+	Median   float64       `json:"median"`
+	P50      float64       `json:"p50_ms,omitempty"`
+	P90      float64       `json:"p90_ms,omitempty"`
+	P99      float64       `json:"p99_ms,omitempty"`
+	Ratio    float64       `json:"ratio_to_baseline,omitempty"`
+	Capped   bool          `json:"capped,omitempty"`
+	Lost     int64         `json:"lost,omitempty"` // latency: most messages one run did not see handled in time
+	Err      string        `json:"error,omitempty"`
+	Backlog  *BacklogStats `json:"backlog,omitempty"`
+	baseline bool
+}
+
+// Target is one of the issue's goals for conveyor, checked on this run.
+type Target struct {
+	Goal   string `json:"goal"`
+	Actual string `json:"actual"`
+	Met    bool   `json:"met"`
+}
+
+// SystemInfo is a system's configuration, printed beside its numbers.
+type SystemInfo struct {
+	Name   string `json:"name"`
+	Kind   Kind   `json:"kind"`
+	Config string `json:"config"`
+}
+
+// Report is everything one run produced; it is saved as JSON and rendered
+// as the table and BENCHMARKS.md.
+type Report struct {
+	Started  time.Time         `json:"started"`
+	Took     string            `json:"took"`
+	Config   Config            `json:"config"`
+	Machine  map[string]string `json:"machine"`
+	Postgres map[string]string `json:"postgres"`
+	Systems  []SystemInfo      `json:"systems"`
+	Results  []Result          `json:"results"`
+	Targets  []Target          `json:"targets"`
+}
+
+func unitOf(sc string) string {
+	switch sc {
+	case ScLatency:
+		return "ms"
+	case ScPgbench:
+		return "tps"
+	}
+	return "msgs/s"
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// summarize fills the medians of r from its runs.
+func (r *Result) summarize() {
+	var v, p50, p90, p99 []float64
+	for _, run := range r.Runs {
+		v = append(v, run.Value)
+		p50 = append(p50, run.P50)
+		p90 = append(p90, run.P90)
+		p99 = append(p99, run.P99)
+		r.Capped = r.Capped || run.Capped
+		r.Lost = max(r.Lost, run.Lost)
+	}
+	r.Median = median(v)
+	if r.Scenario == ScLatency {
+		r.P50, r.P90, r.P99 = median(p50), median(p90), median(p99)
+	}
+	if r.Scenario == ScBacklog && len(r.Runs) > 0 {
+		// The run whose drain rate is the median.
+		best := r.Runs[0]
+		for _, run := range r.Runs {
+			if math.Abs(run.Value-r.Median) < math.Abs(best.Value-r.Median) {
+				best = run
+			}
+		}
+		r.Backlog = best.Backlog
+	}
+}
+
+// ratios sets each result's ratio to the baseline of its kind on the same
+// scenario (for latency, the baseline's p50 over the system's: above 1 is
+// faster).
+func ratios(results []Result) {
+	base := map[string]float64{}
+	for _, r := range results {
+		if r.baseline && r.Err == "" {
+			base[string(r.Kind)+"/"+r.Scenario] = r.Median
+		}
+	}
+	for i := range results {
+		r := &results[i]
+		b, ok := base[string(r.Kind)+"/"+r.Scenario]
+		if !ok || r.Median == 0 || r.Err != "" {
+			continue
+		}
+		if r.Scenario == ScLatency {
+			r.Ratio = b / r.Median
+		} else {
+			r.Ratio = r.Median / b
+		}
+	}
+}
+
+func find(results []Result, system, sc string) *Result {
+	for i := range results {
+		if results[i].System == system && results[i].Scenario == sc && results[i].Err == "" && len(results[i].Runs) > 0 {
+			return &results[i]
+		}
+	}
+	return nil
+}
+
+// targets checks the issue's goals for conveyor against this run.
+func targets(results []Result) []Target {
+	var ts []Target
+	add := func(goal string, ok bool, format string, args ...any) {
+		ts = append(ts, Target{Goal: goal, Met: ok, Actual: fmt.Sprintf(format, args...)})
+	}
+	const db, base = "conveyor dbpubsub", "baseline: SKIP LOCKED loop"
+	peerBest := func(sc string) (string, float64) {
+		name, v := "", 0.0
+		for _, r := range results {
+			if r.Kind == KindPostgres && r.Scenario == sc && !strings.HasPrefix(r.System, "conveyor") && r.Err == "" && r.Median > v {
+				name, v = r.System, r.Median
+			}
+		}
+		return name, v
+	}
+	if c := find(results, db, ScDrain); c != nil {
+		if name, v := peerBest(ScDrain); v > 0 {
+			more := ""
+			if m := find(results, fmt.Sprintf("conveyor dbpubsub (%d consumers)", conveyorManyConsumers), ScDrain); m != nil {
+				more = fmt.Sprintf("; with %d consumers %s msgs/s = %.2f×", conveyorManyConsumers, num(m.Median), m.Median/v)
+			}
+			add("drain ≥ 1.5× the fastest peer", c.Median >= 1.5*v, "%s msgs/s = %.2f× %s (%s)%s", num(c.Median), c.Median/v, name, num(v), more)
+		}
+	}
+	if c, b := find(results, db, ScEnqueue), find(results, base, ScEnqueue); c != nil && b != nil {
+		add("single enqueue ≥ 0.9× baseline", c.Median >= 0.9*b.Median, "%s msgs/s = %.2f× baseline (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+	}
+	if c := find(results, db, ScEnqueue); c != nil {
+		rv := 0.0
+		for _, n := range []string{"river (defaults)", "river (tuned)"} {
+			if r := find(results, n, ScEnqueue); r != nil {
+				rv = max(rv, r.Median)
+			}
+		}
+		if rv > 0 {
+			add("single enqueue ≥ 4× River", c.Median >= 4*rv, "%.2f× River (%s msgs/s)", c.Median/rv, num(rv))
+		}
+	}
+	if c, b := find(results, db, ScBatch), find(results, base, ScBatch); c != nil && b != nil {
+		add("batch enqueue ≥ 0.9× baseline", c.Median >= 0.9*b.Median, "%s msgs/s = %.2f× baseline (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+	}
+	if c := find(results, db, ScLatency); c != nil {
+		add("latency p50 ≤ 2 ms at the given rate", c.P50 <= 2, "p50 %.2f ms", c.P50)
+		add("latency p99 ≤ 5 ms at the given rate", c.P99 <= 5, "p99 %.2f ms", c.P99)
+	}
+	if c := find(results, db, ScBacklog); c != nil && c.Backlog != nil {
+		st := c.Backlog
+		drained := fmt.Sprintf("drained all %s", num(float64(st.Backlog)))
+		if st.Capped {
+			drained = fmt.Sprintf("drained only %s of %s within -backlog-max-run", num(float64(st.Messages)), num(float64(st.Backlog)))
+		}
+		add("backlog drains with flat memory (peak RSS ≤ 1.5× that of a backlog of N)",
+			!st.Capped && st.SmallPeakMB > 0 && st.PeakRSSMB <= 1.5*st.SmallPeakMB,
+			"%s at %s msgs/s; peak RSS %.1f MiB vs %.1f MiB for a backlog of %s",
+			drained, num(st.DrainRate), st.PeakRSSMB, st.SmallPeakMB, num(float64(st.SmallN)))
+	}
+	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
+		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+	}
+	return ts
+}
+
+// num formats a rate with thousands separators.
+func num(v float64) string {
+	if v >= 100 || v == 0 {
+		s := fmt.Sprintf("%.0f", v)
+		var b strings.Builder
+		for i, c := range s {
+			if i > 0 && (len(s)-i)%3 == 0 {
+				b.WriteByte(',')
+			}
+			b.WriteRune(c)
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// cell renders one result as a table cell.
+func cell(r *Result) string {
+	if r == nil {
+		return "–"
+	}
+	if r.Err != "" {
+		if r.Err == errNoBatch.Error() {
+			return "no batch API"
+		}
+		return "error"
+	}
+	var s string
+	switch r.Scenario {
+	case ScLatency:
+		s = fmt.Sprintf("%.2f / %.2f / %.2f", r.P50, r.P90, r.P99)
+		if r.Lost > 0 {
+			s += fmt.Sprintf(" (%d not handled within 3 s)", r.Lost)
+		}
+	case ScPgbench:
+		s = num(r.Median) + " tps"
+	case ScBacklog:
+		s = num(r.Median)
+		if st := r.Backlog; st != nil {
+			s += fmt.Sprintf(", peak %.0f MiB (N: %.0f MiB)", st.PeakRSSMB, st.SmallPeakMB)
+		}
+	default:
+		s = num(r.Median)
+	}
+	if r.Capped {
+		s += "*"
+	}
+	if r.Ratio > 0 && r.Scenario != ScBacklog {
+		s += fmt.Sprintf(" (%.2f×)", r.Ratio)
+	}
+	return s
+}
+
+var columnTitle = map[string]string{
+	ScEnqueue:   "1. enqueue msgs/s",
+	ScBatch:     "2. batch enqueue msgs/s",
+	ScDrain:     "3. drain msgs/s",
+	ScLatency:   "4. latency p50/p90/p99 ms",
+	ScRoundtrip: "5. round trip msgs/s",
+	ScPgbench:   "pgbench -N",
+	ScBacklog:   "6. backlog msgs/s",
+}
+
+// columns are the scenarios that have at least one result.
+func (rep *Report) columns() []string {
+	var cols []string
+	for _, sc := range scenarioOrder {
+		for _, r := range rep.Results {
+			if r.Scenario == sc {
+				cols = append(cols, sc)
+				break
+			}
+		}
+	}
+	return cols
+}
+
+func (rep *Report) rows() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range rep.Systems {
+		for _, r := range rep.Results {
+			if r.System == s.Name && !seen[s.Name] {
+				seen[s.Name] = true
+				names = append(names, s.Name)
+			}
+		}
+	}
+	return names
+}
+
+func (rep *Report) grid() ([]string, [][]string) {
+	cols := rep.columns()
+	head := append([]string{"system"}, nil...)
+	for _, c := range cols {
+		head = append(head, columnTitle[c])
+	}
+	var rows [][]string
+	for _, name := range rep.rows() {
+		row := []string{name}
+		for _, c := range cols {
+			var r *Result
+			for i := range rep.Results {
+				if rep.Results[i].System == name && rep.Results[i].Scenario == c {
+					r = &rep.Results[i]
+				}
+			}
+			row = append(row, cell(r))
+		}
+		rows = append(rows, row)
+	}
+	return head, rows
+}
+
+const legend = "Medians of the repetitions; (×) is the ratio to the baseline of the same kind in this run " +
+	"(for latency: baseline p50 / system p50, above 1 is faster); * a run hit the time cap (-max-run) " +
+	"and reports what it did in that time; – not applicable."
+
+// writeTable prints the plain-text table.
+func (rep *Report) writeTable(w io.Writer) {
+	head, rows := rep.grid()
+	width := make([]int, len(head))
+	for i, h := range head {
+		width[i] = len([]rune(h))
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(cells []string) {
+		for i, c := range cells {
+			fmt.Fprintf(w, "%-*s", width[i]+2, c)
+		}
+		fmt.Fprintln(w)
+	}
+	line(head)
+	for _, row := range rows {
+		line(row)
+	}
+	fmt.Fprintln(w, legend)
+	for _, r := range rep.Results {
+		if r.Err != "" && r.Err != errNoBatch.Error() {
+			fmt.Fprintf(w, "error: %s, %s: %s\n", r.System, r.Scenario, r.Err)
+		}
+	}
+	fmt.Fprintln(w, "\nconfigurations:")
+	for _, si := range rep.Systems {
+		fmt.Fprintf(w, "  %s: %s\n", si.Name, si.Config)
+	}
+	if len(rep.Targets) > 0 {
+		fmt.Fprintln(w, "\nconveyor's targets:")
+		for _, t := range rep.Targets {
+			mark := "MISSED"
+			if t.Met {
+				mark = "met"
+			}
+			fmt.Fprintf(w, "  %-6s %s: %s\n", mark, t.Goal, t.Actual)
+		}
+	}
+}
+
+// writeJSON saves the report in dir as <time>.json and latest.json.
+func (rep *Report) writeJSON(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, rep.Started.UTC().Format("20060102T150405Z")+".json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(filepath.Join(dir, "latest.json"), b, 0o644)
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// writeMarkdown renders BENCHMARKS.md.
+func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# Benchmarks\n\n")
+	p("Written by the benchmark harness (`bench/`, `make bench`) from the run of %s (took %s); "+
+		"nothing here is typed in by hand. The raw numbers of every repetition are in `bench/%s`.\n\n",
+		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, filepath.ToSlash(jsonPath))
+	c := rep.Config
+	p("N = %d messages (round trip: %d), W = %d workers, %d repetitions (median reported), batch %d, latency at %d msgs/s for %v, "+
+		"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
+		c.N, c.RoundtripN, c.W, c.Reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
+	head, rows := rep.grid()
+	p("| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
+	for _, row := range rows {
+		for i := range row {
+			row[i] = mdEscape(row[i])
+		}
+		p("| %s |\n", strings.Join(row, " | "))
+	}
+	p("\n%s\n", legend)
+	for _, r := range rep.Results {
+		if r.Err != "" && r.Err != errNoBatch.Error() {
+			p("\nError: %s, %s: %s\n", r.System, r.Scenario, mdEscape(r.Err))
+		}
+	}
+	if len(rep.Targets) > 0 {
+		p("\n## conveyor's targets (issue 6)\n\n| goal | this run | |\n| --- | --- | --- |\n")
+		for _, t := range rep.Targets {
+			mark := "**missed**"
+			if t.Met {
+				mark = "met"
+			}
+			p("| %s | %s | %s |\n", mdEscape(t.Goal), mdEscape(t.Actual), mark)
+		}
+	}
+	for _, r := range rep.Results {
+		if r.Scenario == ScBacklog && r.Backlog != nil {
+			st := r.Backlog
+			capped := ""
+			if st.Capped {
+				capped = fmt.Sprintf(" It drained only %s of them within -backlog-max-run (%v).", num(float64(st.Messages)), rep.Config.BacklogMax)
+			}
+			p("\n## Backlog (scenario 6)\n\n%s: %s messages put with the batch API (1,000 a call) at %s msgs/s, then "+
+				"drained by a separate consumer process (W workers) at %s msgs/s.%s Its peak RSS (VmHWM, read by the process "+
+				"itself) was %.1f MiB; with a backlog of %s it was %.1f MiB. RSS after each tenth of the backlog (MiB): %s.\n",
+				r.System, num(float64(st.Backlog)), num(st.FillRate), num(st.DrainRate), capped, st.PeakRSSMB,
+				num(float64(st.SmallN)), st.SmallPeakMB, floats(st.RSSByTenthMB))
+		}
+	}
+	p("\n## Scenarios\n\n%s", scenarioNotes)
+	p("\n## Configurations\n\n| system | configuration |\n| --- | --- |\n")
+	for _, s := range rep.Systems {
+		p("| %s | %s |\n", mdEscape(s.Name), mdEscape(s.Config))
+	}
+	p("\n## Machine\n\n")
+	for _, k := range sortedKeys(rep.Machine) {
+		p("- %s: %s\n", k, rep.Machine[k])
+	}
+	p("\n## PostgreSQL\n\n")
+	for _, k := range sortedKeys(rep.Postgres) {
+		p("- %s: %s\n", k, rep.Postgres[k])
+	}
+	p("\nThe server is the one `scripts/with-postgres.sh` gives: `$DATABASE_URL`, else a server on " +
+		"127.0.0.1:5432, else a throwaway cluster (fsync, synchronous_commit and full_page_writes off). " +
+		"Each system works in a schema of its own (pgbench in a database of its own), created and dropped by the harness.\n")
+	p("\n## Reproduce\n\n```\nmake bench                       # the full run; rewrites this file\n" +
+		"cd bench && ../scripts/with-postgres.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
+		"cd bench && ../scripts/with-postgres.sh go test -count=1 ./...   # the smoke run of `make test`\n```\n")
+}
+
+func floats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// machine describes this computer.
+func machine() map[string]string {
+	m := map[string]string{
+		"cpus (runtime.NumCPU)": fmt.Sprint(runtime.NumCPU()),
+		"go":                    runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m["cpu"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				m["memory"] = strings.TrimSpace(v)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m["kernel"] = "Linux " + strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		rev := strings.TrimSpace(string(out))
+		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
+			"pubsub", "channelpubsub", "dbpubsub", "migrations", "internal").Output()
+		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
+			rev += " + uncommitted changes in the framework's packages"
+		}
+		m["conveyor revision"] = rev
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m["load average at start (1/5/15 min)"] = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return m
+}
+
+// scenarioNotes says what each column measures, for BENCHMARKS.md.
+const scenarioNotes = `1. **enqueue**: N messages, one call each, from W goroutines; messages per second.
+2. **batch enqueue**: N messages in calls of the batch size, from W goroutines, where the system has a batch API.
+3. **drain**: N messages already enqueued (untimed), then consumed and acknowledged by W workers; the clock runs
+   from starting the consumers until the last message is settled (for River: reported completed by its
+   subscription, as its own benchmark counts).
+4. **latency**: consumers running, one producer enqueues at the given rate; the time from just before the enqueue
+   call to the handler, p50 / p90 / p99. Producer and consumers share one process (and, for conveyor, one PubSub).
+5. **round trip** (in memory): W producers and W consumers at once, -roundtrip-n messages (5 × N by default:
+   N in-memory messages take 10–30 ms, below the noise of a shared machine).
+6. **backlog**: the backlog is put with the batch API, then a separate process (this binary, re-executed) drains it
+   with W workers and reports its own peak RSS; the same with a backlog of N shows whether memory grows with it.
+
+Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
+the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
+gives one-transaction-per-message designs.
+`

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Scenario ids, in the order they run and are printed.
+const (
+	ScEnqueue   = "enqueue"   // 1. one call per message, from W goroutines
+	ScBatch     = "batch"     // 2. BatchSize messages per call, from W goroutines
+	ScDrain     = "drain"     // 3. N waiting, consumed and acked by W workers
+	ScLatency   = "latency"   // 4. enqueue-to-handler at Rate msgs/s for LatencyFor
+	ScRoundtrip = "roundtrip" // 5. in memory: W producers and W consumers at once
+	ScPgbench   = "pgbench"   // reference: pgbench -N, transactions per second
+	ScBacklog   = "backlog"   // 6. Backlog messages drained by a separate process
+)
+
+var scenarioOrder = []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScRoundtrip, ScPgbench, ScBacklog}
+
+// Run is one repetition of a scenario on one system.
+type Run struct {
+	Value   float64       `json:"value"`             // msgs/s (tps for pgbench; ms p50 for latency)
+	Count   int64         `json:"count"`             // messages (or transactions) measured
+	Elapsed time.Duration `json:"elapsed_ns"`        // timed part
+	Capped  bool          `json:"capped,omitempty"`  // stopped by MaxRun before the end
+	P50     float64       `json:"p50_ms,omitempty"`  // latency only
+	P90     float64       `json:"p90_ms,omitempty"`  // latency only
+	P99     float64       `json:"p99_ms,omitempty"`  // latency only
+	Max     float64       `json:"max_ms,omitempty"`  // latency only
+	Lost    int64         `json:"lost,omitempty"`    // latency: enqueued, not handled in time
+	Backlog *BacklogStats `json:"backlog,omitempty"` // backlog only
+}
+
+// applicable reports whether scenario sc runs on system s, and why not.
+func applicable(s System, sc string) (bool, string) {
+	if l, ok := s.(Limited); ok && l.Scenarios() != nil && !slices.Contains(l.Scenarios(), sc) {
+		return false, ""
+	}
+	_, standalone := s.(Standalone)
+	switch sc {
+	case ScPgbench:
+		return standalone, ""
+	case ScEnqueue, ScBatch, ScDrain, ScLatency:
+		return !standalone && s.Kind() == KindPostgres, ""
+	case ScRoundtrip:
+		return s.Kind() == KindMemory, ""
+	case ScBacklog:
+		_, ok := s.(Backlogger)
+		return ok, ""
+	}
+	return false, ""
+}
+
+// runScenario runs one repetition of sc on s.
+func runScenario(ctx context.Context, env *Env, cfg Config, s System, sc string) (r Run, err error) {
+	switch sc {
+	case ScPgbench:
+		start := time.Now()
+		tps, n, err := s.(Standalone).Measure(ctx, env, cfg)
+		return Run{Value: tps, Count: n, Elapsed: time.Since(start)}, err
+	case ScBacklog:
+		return runBacklog(ctx, env, cfg, s.(Backlogger))
+	}
+	inst, err := s.Open(ctx, env, cfg)
+	if err != nil {
+		return Run{}, fmt.Errorf("open: %w", err)
+	}
+	defer func() {
+		if cerr := inst.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	switch sc {
+	case ScEnqueue:
+		return runEnqueue(ctx, inst, cfg)
+	case ScBatch:
+		b, ok := inst.(BatchEnqueuer)
+		if !ok {
+			return Run{}, errNoBatch
+		}
+		return runBatch(ctx, b, cfg)
+	case ScDrain:
+		return runDrain(ctx, inst, cfg)
+	case ScLatency:
+		return runLatency(ctx, inst, cfg)
+	case ScRoundtrip:
+		return runRoundtrip(ctx, inst, cfg)
+	}
+	return Run{}, fmt.Errorf("unknown scenario %q", sc)
+}
+
+var errNoBatch = errors.New("no batch API")
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// parallel runs f in w goroutines and returns the first error.
+func parallel(w int, f func() error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, w)
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func runEnqueue(ctx context.Context, inst Instance, cfg Config) (Run, error) {
+	var next, sent atomic.Int64
+	var capped atomic.Bool
+	start := time.Now()
+	err := parallel(cfg.W, func() error {
+		for {
+			i := next.Add(1)
+			if i > int64(cfg.N) {
+				return nil
+			}
+			if time.Since(start) > cfg.MaxRun {
+				capped.Store(true)
+				return nil
+			}
+			if err := inst.Enqueue(ctx, Msg{N: i, T: time.Now().UnixNano()}); err != nil {
+				return err
+			}
+			sent.Add(1)
+		}
+	})
+	el := time.Since(start)
+	return Run{Value: rate(sent.Load(), el), Count: sent.Load(), Elapsed: el, Capped: capped.Load()}, err
+}
+
+func runBatch(ctx context.Context, b BatchEnqueuer, cfg Config) (Run, error) {
+	var next, sent atomic.Int64
+	var capped atomic.Bool
+	start := time.Now()
+	err := parallel(cfg.W, func() error {
+		ms := make([]Msg, 0, cfg.BatchSize)
+		for {
+			first := next.Add(int64(cfg.BatchSize)) - int64(cfg.BatchSize) + 1
+			if first > int64(cfg.N) {
+				return nil
+			}
+			if time.Since(start) > cfg.MaxRun {
+				capped.Store(true)
+				return nil
+			}
+			last := min(first+int64(cfg.BatchSize)-1, int64(cfg.N))
+			ms = ms[:0]
+			now := time.Now().UnixNano()
+			for i := first; i <= last; i++ {
+				ms = append(ms, Msg{N: i, T: now})
+			}
+			if err := b.EnqueueBatch(ctx, ms); err != nil {
+				return err
+			}
+			sent.Add(int64(len(ms)))
+		}
+	})
+	el := time.Since(start)
+	return Run{Value: rate(sent.Load(), el), Count: sent.Load(), Elapsed: el, Capped: capped.Load()}, err
+}
+
+// prefill enqueues n messages, in batches where the system has them, from
+// w goroutines, outside any timing.
+func prefill(ctx context.Context, inst Instance, n, w, batch int) error {
+	var next atomic.Int64
+	if b, ok := inst.(BatchEnqueuer); ok {
+		return parallel(w, func() error {
+			ms := make([]Msg, 0, batch)
+			for {
+				first := next.Add(int64(batch)) - int64(batch) + 1
+				if first > int64(n) {
+					return nil
+				}
+				last := min(first+int64(batch)-1, int64(n))
+				ms = ms[:0]
+				for i := first; i <= last; i++ {
+					ms = append(ms, Msg{N: i})
+				}
+				if err := b.EnqueueBatch(ctx, ms); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return parallel(w, func() error {
+		for {
+			i := next.Add(1)
+			if i > int64(n) {
+				return nil
+			}
+			if err := inst.Enqueue(ctx, Msg{N: i}); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// counter calls close on its channel when n messages are done.
+type counter struct {
+	n    int64
+	done atomic.Int64
+	all  chan struct{}
+}
+
+func newCounter(n int) *counter { return &counter{n: int64(n), all: make(chan struct{})} }
+
+func (c *counter) inc() {
+	if c.done.Add(1) == c.n {
+		close(c.all)
+	}
+}
+
+// wait waits until every message is done, ctx ends or limit passes, and
+// reports whether it was cut short.
+func (c *counter) wait(ctx context.Context, limit time.Duration) bool {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-c.all:
+		return false
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+func runDrain(ctx context.Context, inst Instance, cfg Config) (Run, error) {
+	if err := prefill(ctx, inst, cfg.N, cfg.W, 1000); err != nil {
+		return Run{}, fmt.Errorf("prefill: %w", err)
+	}
+	c := newCounter(cfg.N)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	stop, err := inst.Consume(cctx, cfg.W, func(Msg) {}, c.inc)
+	if err != nil {
+		return Run{}, err
+	}
+	capped := c.wait(ctx, cfg.MaxRun)
+	el := time.Since(start)
+	n := c.done.Load()
+	cancel()
+	if err := stop(); err != nil {
+		return Run{}, fmt.Errorf("stop consumers: %w", err)
+	}
+	return Run{Value: rate(n, el), Count: n, Elapsed: el, Capped: capped}, nil
+}
+
+func runLatency(ctx context.Context, inst Instance, cfg Config) (Run, error) {
+	total := int(float64(cfg.Rate) * cfg.LatencyFor.Seconds())
+	if total < 1 {
+		total = 1
+	}
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, total)
+	c := newCounter(total)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop, err := inst.Consume(cctx, cfg.W, func(m Msg) {
+		d := time.Duration(time.Now().UnixNano() - m.T)
+		mu.Lock()
+		lat = append(lat, d)
+		mu.Unlock()
+		c.inc()
+	}, func() {})
+	if err != nil {
+		return Run{}, err
+	}
+	// Let the consumers start (connect, LISTEN, first poll) before the clock.
+	time.Sleep(500 * time.Millisecond)
+	interval := time.Second / time.Duration(cfg.Rate)
+	start := time.Now()
+	for i := range total {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		if err := inst.Enqueue(ctx, Msg{N: int64(i + 1), T: time.Now().UnixNano()}); err != nil {
+			cancel()
+			_ = stop()
+			return Run{}, err
+		}
+	}
+	c.wait(ctx, 3*time.Second)
+	el := time.Since(start)
+	cancel()
+	if err := stop(); err != nil {
+		return Run{}, fmt.Errorf("stop consumers: %w", err)
+	}
+	mu.Lock()
+	got := append([]time.Duration(nil), lat...)
+	mu.Unlock()
+	r := Run{Count: int64(len(got)), Elapsed: el, Lost: int64(total - len(got))}
+	if len(got) > 0 {
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		r.P50, r.P90, r.P99 = ms(pct(got, 50)), ms(pct(got, 90)), ms(pct(got, 99))
+		r.Max = ms(got[len(got)-1])
+		r.Value = r.P50
+	}
+	return r, nil
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	i := int(float64(len(sorted))*p/100+0.5) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func runRoundtrip(ctx context.Context, inst Instance, cfg Config) (Run, error) {
+	c := newCounter(cfg.RoundtripN)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop, err := inst.Consume(cctx, cfg.W, func(Msg) {}, c.inc)
+	if err != nil {
+		return Run{}, err
+	}
+	var next atomic.Int64
+	start := time.Now()
+	perr := make(chan error, 1)
+	go func() {
+		perr <- parallel(cfg.W, func() error {
+			for {
+				i := next.Add(1)
+				if i > int64(cfg.RoundtripN) || cctx.Err() != nil {
+					return nil
+				}
+				if err := inst.Enqueue(cctx, Msg{N: i}); err != nil {
+					if cctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+			}
+		})
+	}()
+	capped := c.wait(ctx, cfg.MaxRun)
+	el := time.Since(start)
+	n := c.done.Load()
+	cancel()
+	err = <-perr
+	if serr := stop(); serr != nil && err == nil {
+		err = serr
+	}
+	return Run{Value: rate(n, el), Count: n, Elapsed: el, Capped: capped}, err
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the backlog scenario's consumer
+// process, as the bench binary does.
+func TestMain(m *testing.M) {
+	if isBacklogChild() {
+		os.Exit(backlogChild())
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs every system on every scenario with tiny numbers, once, so
+// the harness cannot rot. It needs a PostgreSQL server, as make test gives:
+//
+//	cd bench && ../scripts/with-postgres.sh go test -count=1 ./...
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the smoke run takes ~30 s and a PostgreSQL server")
+	}
+	cfg := defaultConfig()
+	cfg.N = 200
+	cfg.RoundtripN = 2_000
+	cfg.Reps = 1
+	cfg.BatchSize = 50
+	cfg.LatencyFor = time.Second
+	cfg.MaxRun = 2 * time.Second
+	cfg.Backlog = 2_000
+	cfg.BacklogMax = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every system ran every scenario that applies to it, without error.
+	for _, s := range orderedSystems() {
+		for _, sc := range scenarioOrder {
+			if ok, _ := applicable(s, sc); !ok {
+				continue
+			}
+			r := find(rep.Results, s.Name(), sc)
+			if r == nil {
+				var msg string
+				for _, x := range rep.Results {
+					if x.System == s.Name() && x.Scenario == sc {
+						msg = x.Err
+					}
+				}
+				if msg == errNoBatch.Error() {
+					continue
+				}
+				t.Errorf("%s, %s: no result (%s)", s.Name(), sc, msg)
+				continue
+			}
+			if r.Median <= 0 || r.Runs[0].Count <= 0 {
+				t.Errorf("%s, %s: median %v over %d messages, want a positive rate", s.Name(), sc, r.Median, r.Runs[0].Count)
+			}
+		}
+	}
+	// The baselines, which nothing caps, measured every message.
+	for _, sc := range []string{ScEnqueue, ScBatch, ScDrain} {
+		if r := find(rep.Results, "baseline: SKIP LOCKED loop", sc); r != nil && r.Runs[0].Count != int64(cfg.N) {
+			t.Errorf("baseline %s: %d messages, want %d", sc, r.Runs[0].Count, cfg.N)
+		}
+	}
+	if r := find(rep.Results, "conveyor dbpubsub", ScBacklog); r == nil || r.Backlog == nil ||
+		r.Backlog.Messages != int64(cfg.Backlog) || r.Backlog.PeakRSSMB <= 0 {
+		t.Errorf("backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.Backlog)
+	}
+	if len(rep.Targets) == 0 {
+		t.Error("no target of conveyor was checked")
+	}
+
+	// The outputs.
+	var table bytes.Buffer
+	rep.writeTable(&table)
+	t.Logf("\n%s", table.String())
+	for _, want := range []string{"conveyor dbpubsub", "river (tuned)", "watermill-sql", "gocloud mempubsub", "pgbench"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	dir := t.TempDir()
+	path, err := rep.writeJSON(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "latest.json")); err != nil {
+		t.Error(err)
+	}
+	var md bytes.Buffer
+	rep.writeMarkdown(&md, path)
+	for _, want := range []string{"# Benchmarks", "| system |", "## Configurations", "## PostgreSQL", "## Reproduce"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("BENCHMARKS.md lacks %q", want)
+		}
+	}
+}
+
+func TestPayload(t *testing.T) {
+	for _, m := range []Msg{{}, {N: 1, T: 2}, {N: 123456789, T: 1764417600000000000}, {N: -1, T: -5}} {
+		if got := parsePayload(payload(m)); got != m {
+			t.Errorf("parsePayload(payload(%+v)) = %+v", m, got)
+		}
+	}
+	if got := parsePayload([]byte(`{"n": 7, "t": 9}`)); got != (Msg{N: 7, T: 9}) {
+		t.Errorf("with spaces: %+v", got)
+	}
+}
+
+func TestMedianAndPercentile(t *testing.T) {
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median odd = %v", got)
+	}
+	if got := median([]float64{4, 1, 2, 3}); got != 2.5 {
+		t.Errorf("median even = %v", got)
+	}
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(i+1) * time.Millisecond
+	}
+	if got := pct(ds, 50); got != 50*time.Millisecond {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := pct(ds, 99); got != 99*time.Millisecond {
+		t.Errorf("p99 = %v", got)
+	}
+}

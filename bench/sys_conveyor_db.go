@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// conveyor dbpubsub with its defaults, on dbpubsub.Open's pool; and the
+// same drained by many consumer goroutines (as River's tuned configuration
+// has many workers), on the drain only.
+type conveyorDB struct {
+	consumers int // 0: W
+}
+
+const conveyorManyConsumers = 128
+
+func init() {
+	register(conveyorDB{})
+	register(conveyorDB{consumers: conveyorManyConsumers})
+}
+
+func (c conveyorDB) Name() string {
+	if c.consumers > 0 {
+		return fmt.Sprintf("conveyor dbpubsub (%d consumers)", c.consumers)
+	}
+	return "conveyor dbpubsub"
+}
+func (conveyorDB) Kind() Kind     { return KindPostgres }
+func (conveyorDB) Baseline() bool { return false }
+func (c conveyorDB) Config(cfg Config) string {
+	workers := "W goroutines Dequeue+Ack"
+	if c.consumers > 0 {
+		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
+	}
+	return fmt.Sprintf("dbpubsub.Options{} (defaults: ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY), "+
+		"dbpubsub.Open pool of %d conns; %s; batch: pubsub.EnqueueBatch",
+		dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch, dbpubsub.DefaultPollInterval, conveyorPool(), workers)
+}
+
+// Scenarios limits the many-consumers variant to the drain.
+func (c conveyorDB) Scenarios() []string {
+	if c.consumers > 0 {
+		return []string{ScDrain}
+	}
+	return nil
+}
+
+func conveyorPool() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
+
+type conveyorDBInstance struct {
+	consumers int // 0: as many as asked
+	schema    *Schema
+	db        *bun.DB
+	ps        *dbpubsub.PubSub
+	topic     pubsub.Topic
+}
+
+func (c conveyorDB) Open(ctx context.Context, env *Env, cfg Config) (Instance, error) {
+	in, err := openConveyorDB(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	in.consumers = c.consumers
+	return in, nil
+}
+
+func openConveyorDB(ctx context.Context, env *Env) (*conveyorDBInstance, error) {
+	schema, err := env.NewSchema(ctx, "conveyor")
+	if err != nil {
+		return nil, err
+	}
+	in := &conveyorDBInstance{schema: schema}
+	if in.db, err = dbpubsub.Open(schema.DSN); err != nil {
+		return nil, errors.Join(err, in.Close())
+	}
+	if err := migrations.Migrate(ctx, in.db); err != nil {
+		return nil, errors.Join(err, in.Close())
+	}
+	in.ps, err = dbpubsub.New(in.db, dbpubsub.Options{Logger: quietLogger()})
+	if err != nil {
+		return nil, errors.Join(err, in.Close())
+	}
+	in.topic = in.ps.Topic("bench")
+	return in, nil
+}
+
+func (in *conveyorDBInstance) Enqueue(ctx context.Context, m Msg) error {
+	return in.topic.Enqueue(ctx, payload(m))
+}
+
+func (in *conveyorDBInstance) EnqueueBatch(ctx context.Context, ms []Msg) error {
+	data := make([][]byte, len(ms))
+	for i, m := range ms {
+		data[i] = payload(m)
+	}
+	return pubsub.EnqueueBatch(ctx, in.topic, data)
+}
+
+func (in *conveyorDBInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+	if in.consumers > 0 {
+		workers = in.consumers
+	}
+	return startWorkers(ctx, workers, func(ctx context.Context) error {
+		for {
+			m, err := in.topic.Dequeue(ctx)
+			if err != nil {
+				return err
+			}
+			handle(parsePayload(m.Data()))
+			if err := m.Ack(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			done()
+		}
+	}), nil
+}
+
+func (in *conveyorDBInstance) Close() error {
+	var errs []error
+	if in.ps != nil {
+		errs = append(errs, in.ps.Close())
+	}
+	if in.db != nil {
+		errs = append(errs, in.db.Close())
+	}
+	errs = append(errs, in.schema.Drop())
+	return errors.Join(errs...)
+}
+
+// quietLogger drops everything below errors, so the table stays readable.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	gcpubsub "gocloud.dev/pubsub"
+	"gocloud.dev/pubsub/mempubsub"
+
+	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// The in-memory systems. Each is measured on the round trip only: W
+// producers and W consumers at once.
+
+// conveyor channelpubsub with its defaults.
+type conveyorChan struct{}
+
+func init() { register(conveyorChan{}) }
+
+func (conveyorChan) Name() string   { return "conveyor channelpubsub" }
+func (conveyorChan) Kind() Kind     { return KindMemory }
+func (conveyorChan) Baseline() bool { return false }
+func (conveyorChan) Config(Config) string {
+	return fmt.Sprintf("channelpubsub.New() (defaults: Capacity %d, lease %v); W goroutines Enqueue, W Dequeue+Ack",
+		channelpubsub.DefaultCapacity, pubsub.DefaultLease)
+}
+
+type conveyorChanInstance struct {
+	ps    *channelpubsub.PubSub
+	topic pubsub.Topic
+}
+
+func (conveyorChan) Open(context.Context, *Env, Config) (Instance, error) {
+	ps := channelpubsub.New()
+	return &conveyorChanInstance{ps: ps, topic: ps.Topic("bench")}, nil
+}
+
+func (in *conveyorChanInstance) Enqueue(ctx context.Context, m Msg) error {
+	return in.topic.Enqueue(ctx, payload(m))
+}
+
+func (in *conveyorChanInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+	return startWorkers(ctx, workers, func(ctx context.Context) error {
+		for {
+			m, err := in.topic.Dequeue(ctx)
+			if err != nil {
+				return err
+			}
+			handle(parsePayload(m.Data()))
+			if err := m.Ack(ctx); err != nil {
+				return err
+			}
+			done()
+		}
+	}), nil
+}
+
+func (in *conveyorChanInstance) Close() error { return in.ps.Close() }
+
+// Watermill's GoChannel with its defaults. It fans every message out to
+// every subscription, so the W consumers share one subscription's channel.
+type watermillChan struct{}
+
+func init() { register(watermillChan{}) }
+
+func (watermillChan) Name() string   { return "watermill gochannel" }
+func (watermillChan) Kind() Kind     { return KindMemory }
+func (watermillChan) Baseline() bool { return false }
+func (watermillChan) Config(Config) string {
+	return "watermill v1.5.1 gochannel.Config{} (defaults: OutputChannelBuffer 0, not persistent, " +
+		"publish does not wait for acks); one subscription read by W goroutines (each subscription gets every message)"
+}
+
+type watermillChanInstance struct{ gc *gochannel.GoChannel }
+
+func (watermillChan) Open(context.Context, *Env, Config) (Instance, error) {
+	return &watermillChanInstance{gc: gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})}, nil
+}
+
+func (in *watermillChanInstance) Enqueue(ctx context.Context, m Msg) error {
+	return in.gc.Publish("bench", message.NewMessage(watermill.NewUUID(), payload(m)))
+}
+
+func (in *watermillChanInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+	ch, err := in.gc.Subscribe(ctx, "bench")
+	if err != nil {
+		return nil, err
+	}
+	return startWorkers(ctx, workers, func(ctx context.Context) error {
+		for msg := range ch {
+			handle(parsePayload(msg.Payload))
+			msg.Ack()
+			done()
+		}
+		return nil
+	}), nil
+}
+
+func (in *watermillChanInstance) Close() error { return in.gc.Close() }
+
+// gocloud.dev's mempubsub with its defaults: one subscription, received
+// from W goroutines (competing consumers).
+type goCloudMem struct{}
+
+func init() { register(goCloudMem{}) }
+
+const goCloudAckDeadline = time.Minute
+
+func (goCloudMem) Name() string   { return "gocloud mempubsub" }
+func (goCloudMem) Kind() Kind     { return KindMemory }
+func (goCloudMem) Baseline() bool { return false }
+func (goCloudMem) Config(Config) string {
+	return fmt.Sprintf("gocloud.dev v0.47.0 mempubsub.NewTopic(), NewSubscription(ack deadline %v), default batchers; "+
+		"W goroutines Send, W goroutines Receive+Ack", goCloudAckDeadline)
+}
+
+type goCloudInstance struct {
+	topic *gcpubsub.Topic
+	sub   *gcpubsub.Subscription
+}
+
+func (goCloudMem) Open(context.Context, *Env, Config) (Instance, error) {
+	t := mempubsub.NewTopic()
+	return &goCloudInstance{topic: t, sub: mempubsub.NewSubscription(t, goCloudAckDeadline)}, nil
+}
+
+func (in *goCloudInstance) Enqueue(ctx context.Context, m Msg) error {
+	return in.topic.Send(ctx, &gcpubsub.Message{Body: payload(m)})
+}
+
+func (in *goCloudInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+	return startWorkers(ctx, workers, func(ctx context.Context) error {
+		for {
+			m, err := in.sub.Receive(ctx)
+			if err != nil {
+				return err
+			}
+			handle(parsePayload(m.Body))
+			m.Ack()
+			done()
+		}
+	}), nil
+}
+
+func (in *goCloudInstance) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(in.topic.Shutdown(ctx), in.sub.Shutdown(ctx))
+}
+
+// The baseline of the in-memory systems: a raw buffered Go channel of the
+// same capacity as channelpubsub's default, the limit of any channel-based
+// queue.
+type rawChan struct{}
+
+func init() { register(rawChan{}) }
+
+func (rawChan) Name() string   { return "baseline: raw Go channel" }
+func (rawChan) Kind() Kind     { return KindMemory }
+func (rawChan) Baseline() bool { return true }
+func (rawChan) Config(Config) string {
+	return fmt.Sprintf("make(chan []byte, %d) (channelpubsub's default capacity); W goroutines send, W receive",
+		channelpubsub.DefaultCapacity)
+}
+
+type rawChanInstance struct{ ch chan []byte }
+
+func (rawChan) Open(context.Context, *Env, Config) (Instance, error) {
+	return &rawChanInstance{ch: make(chan []byte, channelpubsub.DefaultCapacity)}, nil
+}
+
+func (in *rawChanInstance) Enqueue(ctx context.Context, m Msg) error {
+	select {
+	case in.ch <- payload(m):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (in *rawChanInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+	return startWorkers(ctx, workers, func(ctx context.Context) error {
+		for {
+			select {
+			case b := <-in.ch:
+				handle(parsePayload(b))
+				done()
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}), nil
+}
+
+func (in *rawChanInstance) Close() error { return nil }
