@@ -9,12 +9,11 @@ import (
 // rescueBatch is the most expired leases one rescue statement handles.
 const rescueBatch = 1000
 
-// rescueLoop hands out again, every Options.RescueInterval, the messages
-// whose lease ran out, whichever process had them. Concurrent rescuers in
-// other processes skip the rows this one holds (SKIP LOCKED).
-func (ps *PubSub) rescueLoop() {
+// every runs f every d until the PubSub closes, logging its failures; the
+// rescue and pruning loops.
+func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) error) {
 	defer ps.loops.Done()
-	t := time.NewTicker(ps.opts.RescueInterval)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -22,8 +21,8 @@ func (ps *PubSub) rescueLoop() {
 		case <-ps.closed:
 			return
 		}
-		if _, err := ps.Rescue(ps.ctx); err != nil && !ps.closing() {
-			ps.opts.Logger.Warn("dbpubsub: rescue of expired leases failed", "err", err)
+		if err := f(ps.ctx); err != nil && !ps.closing() {
+			ps.opts.Logger.Warn("dbpubsub: "+what+" failed", "err", err)
 		}
 	}
 }
@@ -62,24 +61,6 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 			return topics, nil
 		}
 		// Another batch may be due; the statement returned only the topics.
-	}
-}
-
-// pruneLoop deletes finished rows past the retention every
-// Options.PruneInterval.
-func (ps *PubSub) pruneLoop() {
-	defer ps.loops.Done()
-	t := time.NewTicker(ps.opts.PruneInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-ps.closed:
-			return
-		}
-		if _, err := ps.Prune(ps.ctx); err != nil && !ps.closing() {
-			ps.opts.Logger.Warn("dbpubsub: pruning finished messages failed", "err", err)
-		}
 	}
 }
 

@@ -94,10 +94,18 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	}
 	ps.loops.Add(2)
 	go ps.notifyLoop()
-	go ps.rescueLoop()
+	// Every process rescues expired leases, whichever process had them;
+	// concurrent rescuers skip each other's rows (SKIP LOCKED).
+	go ps.every(o.RescueInterval, "rescue of expired leases", func(ctx context.Context) error {
+		_, err := ps.Rescue(ctx)
+		return err
+	})
 	if o.PruneInterval > 0 {
 		ps.loops.Add(1)
-		go ps.pruneLoop()
+		go ps.every(o.PruneInterval, "pruning of finished messages", func(ctx context.Context) error {
+			_, err := ps.Prune(ctx)
+			return err
+		})
 	}
 	if !o.NoListen {
 		ps.listener = newListener(ps)
