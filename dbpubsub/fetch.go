@@ -41,7 +41,23 @@ type topicState struct {
 	started bool
 	wakeMu  sync.Mutex
 	wakeCh  chan struct{} // closed when a message may have become ready
+
+	// The keyset floor of the claim, owned by the fetcher goroutine: the
+	// last row a full batch claimed. Claims start above it, so they skip
+	// the index entries of rows claimed before (dead tuples until vacuum,
+	// which made claims read thousands of buffers deep into a long drain).
+	// A row may come back below the floor (given back unclaimed by
+	// another process, a transaction that committed late): the floor is
+	// dropped whenever a claim comes back short, and at the latest
+	// floorTTL after a full scan.
+	floorRunAt time.Time
+	floorID    int64 // 0: no floor
+	floorUntil time.Time
+	floorDrop  atomic.Bool // set when this PubSub gives rows back
 }
+
+// floorTTL bounds how long rows below the claim's keyset floor can wait.
+const floorTTL = time.Second
 
 // waiter is a Dequeue call waiting for a row. The fetcher sends it one row
 // (never blocking: cap 1) when it takes it off the waiters list.
@@ -295,7 +311,17 @@ func (st *topicState) fetch() {
 // claim takes up to n ready rows, oldest first.
 func (st *topicState) claim(n int) ([]*delivery, error) {
 	ps := st.ps
-	rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds())
+	var rows *sql.Rows
+	var err error
+	if st.floorDrop.Swap(false) {
+		st.floorID = 0
+	}
+	if st.floorID != 0 && time.Now().Before(st.floorUntil) {
+		rows, err = ps.sqldb.QueryContext(ps.ctx, ps.stmts.claimFrom, st.name, n, ps.opts.Lease.Microseconds(), st.floorRunAt, st.floorID)
+	} else {
+		st.floorID = 0
+		rows, err = ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}
@@ -313,6 +339,16 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}
 	sortDeliveries(out)
+	switch {
+	case len(out) < n:
+		st.floorID = 0 // the end of the ready rows: the next claim looks at them all
+	default:
+		if st.floorID == 0 {
+			st.floorUntil = now.Add(floorTTL)
+		}
+		last := out[len(out)-1]
+		st.floorRunAt, st.floorID = last.runAt, last.id
+	}
 	return out, nil
 }
 
@@ -451,6 +487,7 @@ func (st *topicState) release(ds []*delivery) {
 		ps.opts.Logger.Warn("dbpubsub: giving back claimed messages failed; they come back when their lease runs out",
 			"topic", st.name, "count", len(ds), "err", err)
 	}
+	st.floorDrop.Store(true) // the rows are back, below the claim's floor
 }
 
 // sortDeliveries orders claimed rows as the claim chose them: by run_at,

@@ -3,6 +3,7 @@ package dbpubsub
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
@@ -40,6 +41,7 @@ type statements struct {
 	notify       string
 	enqueueUniq  string
 	claim        string
+	claimFrom    string
 	nextRunAt    string
 	settle       string
 	extend       string
@@ -48,6 +50,17 @@ type statements struct {
 	rescue       string
 	prune        string
 }
+
+// claimSQL takes the oldest ready rows of a topic; %s adds a condition.
+const claimSQL = `WITH c AS MATERIALIZED (
+		SELECT id FROM {T}
+		WHERE topic = $1 AND status = 'pending' AND run_at <= now() %s
+		ORDER BY run_at, id LIMIT $2
+		FOR UPDATE SKIP LOCKED)
+	UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
+		lease_until = now() + $3 * interval '1 microsecond'
+	FROM c WHERE t.id = c.id
+	RETURNING t.id, t.data, t.attempts, t.token, t.run_at`
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
@@ -89,15 +102,9 @@ func newStatements(table string) statements {
 		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
 
 		// $1 topic, $2 limit, $3 lease µs. RETURNING order is unspecified.
-		claim: r.Replace(`WITH c AS MATERIALIZED (
-				SELECT id FROM {T}
-				WHERE topic = $1 AND status = 'pending' AND run_at <= now()
-				ORDER BY run_at, id LIMIT $2
-				FOR UPDATE SKIP LOCKED)
-			UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
-				lease_until = now() + $3 * interval '1 microsecond'
-			FROM c WHERE t.id = c.id
-			RETURNING t.id, t.data, t.attempts, t.token, t.run_at`),
+		claim: r.Replace(fmt.Sprintf(claimSQL, "")),
+		// claim above the keyset floor $4, $5 (see topicState.claim).
+		claimFrom: r.Replace(fmt.Sprintf(claimSQL, "AND (run_at, id) > ($4::timestamptz, $5::bigint)")),
 
 		// $1 topic: when the next pending message is due.
 		nextRunAt: r.Replace(`SELECT min(run_at) FROM {T} WHERE topic = $1 AND status = 'pending'`),
