@@ -1,7 +1,6 @@
 package dbpubsub_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -229,24 +229,6 @@ func TestNotMigrated(t *testing.T) {
 	check("Verify", migrations.Verify(ctx, db))
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestDatabaseUnreachable(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on port 1 of the loopback interface.
@@ -255,7 +237,7 @@ func TestDatabaseUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	ps := newPubSub(t, db, dbpubsub.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tp := ps.Topic("x")
 	ctx := context.Background()
@@ -486,7 +468,7 @@ func TestListenerReconnects(t *testing.T) {
 	const poll = time.Minute
 	ctx := context.Background()
 	dsn, db := newStore(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	consumer := newPubSub(t, db, dbpubsub.Options{PollInterval: poll, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	producer := newPubSub(t, openDB(t, dsn), dbpubsub.Options{PollInterval: poll})
 	in, out := producer.Topic("reconnect"), consumer.Topic("reconnect")
@@ -693,7 +675,7 @@ func TestListenerOff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := newStore(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	opts := dbpubsub.Options{PollInterval: 100 * time.Millisecond, ListenDSN: "not a dsn ::", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	tp := newPubSub(t, db, opts).Topic("t")
 	start := time.Now()

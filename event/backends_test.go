@@ -1,7 +1,6 @@
 package event_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -117,9 +117,9 @@ func topicOf(t testing.TB, ctx context.Context, name string) pubsub.Topic {
 }
 
 // newService returns a service on topic with a test logger.
-func newService(t testing.TB, topic string, opts event.ServiceOptions) (*event.Service, *logBuffer) {
+func newService(t testing.TB, topic string, opts event.ServiceOptions) (*event.Service, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &syncbuf.Buffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -168,24 +168,6 @@ func waitDead(t testing.TB, ctx context.Context, topic string, n int) []pubsub.D
 		t.Fatalf("%d dead messages, want %d", len(dead), n)
 	}
 	return dead
-}
-
-// logBuffer is a bytes.Buffer safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // counter counts calls by key.

@@ -2,7 +2,6 @@ package template_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 )
 
 const (
@@ -135,7 +135,7 @@ func checkTable(t *testing.T, db *bun.DB, n int) {
 type process struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 	err    error // Wait's error, once exited is closed
 }
@@ -154,7 +154,7 @@ func startApp(t *testing.T, env ...string) *process {
 	}
 	cmd.Env = append(cmd.Env, "CONVEYOR_ADDR=127.0.0.1:0", "CONVEYOR_REPORT_EVERY=200ms", "CONVEYOR_DRAIN_TIMEOUT=20s")
 	cmd.Env = append(cmd.Env, env...)
-	p := &process{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -303,22 +303,4 @@ func (p *process) stoppedLine(t *testing.T) string {
 	}
 	t.Fatal("the app did not log that it stopped")
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

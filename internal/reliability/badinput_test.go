@@ -15,6 +15,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -545,12 +546,12 @@ func plainCases() []plainCase {
 		}, want: migrations.ErrNotMigrated, msg: "is missing"},
 		{name: "migrations/concurrent migration from two processes", run: func(t *testing.T, ctx context.Context) error {
 			dsn, db := pgtest.NewSchema(t)
-			var out lockedBuffer
+			var out syncbuf.Buffer
 			a := startChild(t, "migrate", &out, migrateDSNEnv+"="+dsn)
 			b := startChild(t, "migrate", &out, migrateDSNEnv+"="+dsn)
 			errA, errB := a.Wait(), b.Wait()
 			if errA != nil || errB != nil {
-				t.Errorf("migrating processes: %v, %v; output:\n%s", errA, errB, out.String())
+				t.Errorf("migrating processes: %v, %v; output:\n%s", errA, errB, out.Tail(4000))
 			}
 			return migrations.Verify(ctx, db)
 		}},

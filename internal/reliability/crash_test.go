@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 )
 
 const (
@@ -40,7 +41,7 @@ func TestConsumerCrash(t *testing.T) {
 	ps := newPubSub(t, db, quietOptions(crashLease))
 	enqueueAll(t, ps.Topic(crashTopic), payloads("m", crashMessages))
 
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	var mu sync.Mutex
 	var running []*exec.Cmd
 	var waits sync.WaitGroup
@@ -95,11 +96,11 @@ func TestConsumerCrash(t *testing.T) {
 			start()
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("still killing after %v; consumers' output:\n%s", 150*time.Second, out.String())
+			t.Fatalf("still killing after %v; consumers' output:\n%s", 150*time.Second, out.Tail(4000))
 		}
 	}
 	if err := waitSettled(ctx, db, crashTopic, crashMessages); err != nil {
-		t.Fatalf("after %d kills: %v; consumers' output:\n%s", kills, err, out.String())
+		t.Fatalf("after %d kills: %v; consumers' output:\n%s", kills, err, out.Tail(4000))
 	}
 	// The survivors exit once the topic is drained.
 	mu.Lock()
@@ -114,11 +115,11 @@ func TestConsumerCrash(t *testing.T) {
 				t.Errorf("a consumer failed: %v", err)
 			}
 		case <-ctx.Done():
-			t.Fatalf("consumers did not exit after the drain; output:\n%s", out.String())
+			t.Fatalf("consumers did not exit after the drain; output:\n%s", out.Tail(4000))
 		}
 	}
 	if failures > 0 {
-		t.Logf("consumers' output:\n%s", out.String())
+		t.Logf("consumers' output:\n%s", out.Tail(4000))
 	}
 
 	acked, dead, redeliveries, storedTwice := dbCount(t, db, crashTopic)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -224,7 +224,7 @@ func (c *counter) ackedCount() int {
 
 // startChild starts a copy of the test binary in role, with env added;
 // its output goes to out. It is killed in t.Cleanup if still running.
-func startChild(t testing.TB, role string, out *lockedBuffer, env ...string) *exec.Cmd {
+func startChild(t testing.TB, role string, out *syncbuf.Buffer, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
@@ -233,26 +233,4 @@ func startChild(t testing.TB, role string, out *lockedBuffer, env ...string) *ex
 		t.Fatalf("starting a %s child: %v", role, err)
 	}
 	return cmd
-}
-
-// lockedBuffer collects the output of several processes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.b.String()
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
 }
