@@ -43,6 +43,7 @@ const (
 	childN      = "CONVEYOR_BENCH_BACKLOG_N"
 	childW      = "CONVEYOR_BENCH_BACKLOG_W"
 	childMax    = "CONVEYOR_BENCH_BACKLOG_MAX"
+	childAsync  = "CONVEYOR_BENCH_BACKLOG_ASYNC_ACK" // "true": Options.AsyncAck
 )
 
 // childReport is what the child prints on stdout, as one JSON line.
@@ -57,8 +58,8 @@ type childReport struct {
 
 // FillBacklog implements Backlogger for conveyor dbpubsub: the backlog is
 // put with the public batch API, 1,000 messages a call, from W goroutines.
-func (conveyorDB) FillBacklog(ctx context.Context, env *Env, cfg Config, n int) ([]string, func() error, error) {
-	in, err := openConveyorDB(ctx, env)
+func (c conveyorDB) FillBacklog(ctx context.Context, env *Env, cfg Config, n int) ([]string, func() error, error) {
+	in, err := openConveyorDB(ctx, env, c.options())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +73,7 @@ func (conveyorDB) FillBacklog(ctx context.Context, env *Env, cfg Config, n int) 
 	in.ps = nil
 	return []string{childEnvVar + "=conveyor", childDSN + "=" + in.schema.DSN,
 		childN + "=" + strconv.Itoa(n), childW + "=" + strconv.Itoa(cfg.W),
-		childMax + "=" + cfg.BacklogMax.String()}, in.Close, nil
+		childMax + "=" + cfg.BacklogMax.String(), childAsync + "=" + strconv.FormatBool(c.asyncAck)}, in.Close, nil
 }
 
 func runBacklog(ctx context.Context, env *Env, cfg Config, b Backlogger) (Run, error) {
@@ -175,7 +176,7 @@ func childMain() (rep childReport) {
 		return fail(err)
 	}
 	defer db.Close()
-	ps, err := dbpubsub.New(db, dbpubsub.Options{Logger: quietLogger()})
+	ps, err := dbpubsub.New(db, conveyorDB{asyncAck: os.Getenv(childAsync) == "true"}.options())
 	if err != nil {
 		return fail(err)
 	}

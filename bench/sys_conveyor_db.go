@@ -14,25 +14,36 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// conveyor dbpubsub with its defaults, on dbpubsub.Open's pool; and the
-// same drained by many consumer goroutines (as River's tuned configuration
-// has many workers), on the drain only.
+// conveyor dbpubsub with its defaults, on dbpubsub.Open's pool; the same
+// with Options.AsyncAck (acks queued and written in groups, as River's
+// completer and watermill-sql's offsets do); and the defaults drained by
+// many consumer goroutines (as River's tuned configuration has many
+// workers), on the drain only.
 type conveyorDB struct {
-	consumers int // 0: W
+	consumers int  // 0: W
+	asyncAck  bool // Options.AsyncAck
 }
 
 const conveyorManyConsumers = 128
 
 func init() {
 	register(conveyorDB{})
+	register(conveyorDB{asyncAck: true})
 	register(conveyorDB{consumers: conveyorManyConsumers})
 }
 
 func (c conveyorDB) Name() string {
-	if c.consumers > 0 {
+	switch {
+	case c.consumers > 0:
 		return fmt.Sprintf("conveyor dbpubsub (%d consumers)", c.consumers)
+	case c.asyncAck:
+		return "conveyor dbpubsub (AsyncAck)"
 	}
 	return "conveyor dbpubsub"
+}
+
+func (c conveyorDB) options() dbpubsub.Options {
+	return dbpubsub.Options{Logger: quietLogger(), AsyncAck: c.asyncAck}
 }
 func (conveyorDB) Kind() Kind     { return KindPostgres }
 func (conveyorDB) Baseline() bool { return false }
@@ -41,15 +52,24 @@ func (c conveyorDB) Config(cfg Config) string {
 	if c.consumers > 0 {
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
 	}
-	return fmt.Sprintf("dbpubsub.Options{} (defaults: ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY), "+
+	opts := "dbpubsub.Options{}"
+	if c.asyncAck {
+		opts = "dbpubsub.Options{AsyncAck: true}"
+	}
+	return fmt.Sprintf("%s (ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY), "+
 		"dbpubsub.Open pool of %d conns; %s; batch: pubsub.EnqueueBatch",
-		dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch, dbpubsub.DefaultPollInterval, conveyorPool(), workers)
+		opts, dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch, dbpubsub.DefaultPollInterval, conveyorPool(), workers)
 }
 
-// Scenarios limits the many-consumers variant to the drain.
+// Scenarios limits the many-consumers variant to the drain, and the
+// AsyncAck variant to the consuming scenarios (its enqueues are those of
+// the defaults).
 func (c conveyorDB) Scenarios() []string {
-	if c.consumers > 0 {
+	switch {
+	case c.consumers > 0:
 		return []string{ScDrain}
+	case c.asyncAck:
+		return []string{ScDrain, ScLatency, ScBacklog}
 	}
 	return nil
 }
@@ -65,7 +85,7 @@ type conveyorDBInstance struct {
 }
 
 func (c conveyorDB) Open(ctx context.Context, env *Env, cfg Config) (Instance, error) {
-	in, err := openConveyorDB(ctx, env)
+	in, err := openConveyorDB(ctx, env, c.options())
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +93,7 @@ func (c conveyorDB) Open(ctx context.Context, env *Env, cfg Config) (Instance, e
 	return in, nil
 }
 
-func openConveyorDB(ctx context.Context, env *Env) (*conveyorDBInstance, error) {
+func openConveyorDB(ctx context.Context, env *Env, opts dbpubsub.Options) (*conveyorDBInstance, error) {
 	schema, err := env.NewSchema(ctx, "conveyor")
 	if err != nil {
 		return nil, err
@@ -85,7 +105,7 @@ func openConveyorDB(ctx context.Context, env *Env) (*conveyorDBInstance, error) 
 	if err := migrations.Migrate(ctx, in.db); err != nil {
 		return nil, errors.Join(err, in.Close())
 	}
-	in.ps, err = dbpubsub.New(in.db, dbpubsub.Options{Logger: quietLogger()})
+	in.ps, err = dbpubsub.New(in.db, opts)
 	if err != nil {
 		return nil, errors.Join(err, in.Close())
 	}

@@ -11,10 +11,15 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, false) }
+
+// TestConformanceAsyncAck runs the suite with acks written asynchronously.
+func TestConformanceAsyncAck(t *testing.T) { conformance(t, true) }
+
+func conformance(t *testing.T, asyncAck bool) {
 	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
 	options := func(cfg pubsubtest.Config) dbpubsub.Options {
-		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize}
+		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, AsyncAck: asyncAck}
 	}
 	pubsubtest.Run(t, pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
@@ -36,6 +41,9 @@ func TestConformance(t *testing.T) {
 			_, db := newStore(t)
 			if err := di.RegisterSingleton(ctx, db); err != nil {
 				return err
+			}
+			if asyncAck {
+				return dbpubsub.RegisterWithOptions(ctx, dbpubsub.Options{AsyncAck: true})
 			}
 			return dbpubsub.Register(ctx)
 		},

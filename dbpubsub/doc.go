@@ -44,6 +44,13 @@
 // returns an error wrapping pubsub.ErrLeaseExpired. Ack returns once its
 // change is committed.
 //
+// Options.AsyncAck trades that last guarantee for throughput, as River's
+// completer and Watermill's offsets do: Ack returns once the ack is queued,
+// and the acks of all consumers are written together, continuously. A
+// consumer then needs no round trip per message; an ack that cannot be
+// written is logged and its message comes back after its lease. Close,
+// Flush and Stats write the queued acks first.
+//
 // Every topic implements all the optional interfaces of package pubsub:
 // Delayer, BatchEnqueuer, UniqueEnqueuer, DeadLetters and Stater on the
 // topic; Attempter, LeaseExtender, Failer and Rejecter on the message.
@@ -83,7 +90,8 @@
 //     sleep exactly until the next due message (delays, backoffs).
 //   - Settling: the acks, nacks and rejects of concurrent consumers are
 //     grouped into one statement (UPDATE … FROM unnest(…)); each call
-//     returns when its own change is committed.
+//     returns when its own change is committed (with AsyncAck, an Ack
+//     returns when it is queued).
 //   - Rescue: every PubSub makes expired leases pending again (or dead)
 //     every Options.RescueInterval, safely alongside other processes.
 //   - Pruning: every PubSub deletes finished rows older than

@@ -43,9 +43,38 @@ func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
 func (m *message) Data() []byte { return m.d.data }
 func (m *message) Attempt() int { return m.d.attempt }
 
-// Ack settles the message for good; it returns once that is committed.
+// Ack settles the message for good; it returns once that is committed, or,
+// with Options.AsyncAck, once it is queued for the next grouped statement.
 func (m *message) Ack(ctx context.Context) error {
+	if m.st.ps.opts.AsyncAck {
+		if ok, err := m.ackAsync(); ok || err != nil {
+			return err
+		}
+	}
 	return m.settle(ctx, "ack", statusFinished, 0, "")
+}
+
+// ackAsync queues the ack (Options.AsyncAck). It reports false, leaving
+// the ack to the synchronous path, when the lease is in its second half
+// (so that a lost lease is reported, not logged) or the queue is full.
+func (m *message) ackAsync() (bool, error) {
+	ps := m.st.ps
+	if time.Since(m.d.leased) > ps.opts.Lease/2 {
+		return false, nil
+	}
+	if err := m.acquire("ack"); err != nil {
+		return false, err
+	}
+	r := &settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name}
+	queued := ps.ackAsync(r)
+	m.mu.Lock()
+	if queued {
+		m.state = msgSettled
+	} else {
+		m.state = msgOpen
+	}
+	m.mu.Unlock()
+	return queued, nil
 }
 
 // Nack gives the message back for redelivery after the retry policy's

@@ -96,6 +96,20 @@ type Options struct {
 	// truth: a canceled Enqueue either returns its ctx's error and added
 	// nothing, or returns nil. 0 means DefaultStatementTimeout.
 	StatementTimeout time.Duration
+	// AsyncAck makes Ack return once the ack is queued instead of once it
+	// is committed: the settlers write the queued acks of all consumers in
+	// grouped statements, continuously, so a consumer goes on to its next
+	// message without a round trip. Ack still reports a second settle
+	// (pubsub.ErrSettled) and a closed PubSub at once; an ack whose
+	// delivery is in the second half of its lease waits for its commit, so
+	// that a lost lease is reported. A queued ack that cannot be written
+	// (the connection failed, the lease ran out meanwhile) is logged, and
+	// the message is delivered again when its lease runs out: delivery
+	// stays at least once, but an acked message may come back if the
+	// process dies within a few milliseconds of the Ack. Close and Flush
+	// write the queued acks; Stats flushes first.
+	// Off by default.
+	AsyncAck bool
 	// CloseTimeout bounds how long Close waits for statements in flight.
 	// 0 means DefaultCloseTimeout.
 	CloseTimeout time.Duration

@@ -44,6 +44,7 @@ type PubSub struct {
 	settler    sync.WaitGroup
 	settleCh   chan *settleReq
 	settleStop chan struct{}
+	acks       *ackQueue // Options.AsyncAck
 	listener   *listener
 	closeOnce  sync.Once
 
@@ -82,6 +83,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		closed:     make(chan struct{}),
 		settleCh:   make(chan *settleReq),
 		settleStop: make(chan struct{}),
+		acks:       newAckQueue(),
 
 		notifyPending: make(map[string]struct{}),
 		notifyKick:    make(chan struct{}, 1),
