@@ -84,12 +84,17 @@ func register(s System) { registry = append(registry, s) }
 
 // orderedSystems returns the registered systems, PostgreSQL first, each
 // kind's baseline last, then by registration order within a file name sort.
+// Within a kind the event systems (and their baseline) come after the
+// queues.
 func orderedSystems() []System {
 	out := append([]System(nil), registry...)
 	rank := func(s System) int {
 		r := 0
 		if s.Kind() == KindMemory {
 			r += 10
+		}
+		if ok, _ := applicable(s, ScEvents); ok {
+			r += 5
 		}
 		if _, ok := s.(Standalone); ok {
 			r += 2
@@ -124,12 +129,14 @@ func orderedSystems() []System {
 var preferredOrder = []string{
 	"conveyor dbpubsub", "conveyor dbpubsub (128 consumers)", "river (defaults)", "river (tuned)", "watermill-sql",
 	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
+	"conveyor event (dbpubsub)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
 
 // Config is the whole run's configuration.
 type Config struct {
 	N           int           // messages per run of scenarios 1, 2 and 3
 	RoundtripN  int           // messages per run of the in-memory round trip (scenario 5)
+	EventsN     int           // events per run of the in-memory event systems (scenario 7; on PostgreSQL: N)
 	W           int           // workers (producers, consumers)
 	Reps        int           // repetitions of each scenario; the median is reported
 	BatchSize   int           // messages per batch call
@@ -174,6 +181,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("-n is %d, want 1 or more", c.N)
 	case c.RoundtripN < 1:
 		return fmt.Errorf("-roundtrip-n is %d, want 1 or more", c.RoundtripN)
+	case c.EventsN < 1:
+		return fmt.Errorf("-events-n is %d, want 1 or more", c.EventsN)
 	case c.W < 1:
 		return fmt.Errorf("-w is %d, want 1 or more", c.W)
 	case c.Reps < 1:

@@ -30,6 +30,7 @@ func defaultConfig() Config {
 	return Config{
 		N:           20_000,
 		RoundtripN:  100_000,
+		EventsN:     50_000,
 		W:           8,
 		Reps:        3,
 		BatchSize:   100,
@@ -51,6 +52,8 @@ func main() {
 	flag.IntVar(&cfg.N, "n", cfg.N, "messages per run of the enqueue, batch and drain scenarios")
 	flag.IntVar(&cfg.RoundtripN, "roundtrip-n", cfg.RoundtripN, "messages per run of the in-memory round trip "+
 		"(more than -n: 20,000 in-memory messages take ~10-30 ms, below the noise of a shared machine)")
+	flag.IntVar(&cfg.EventsN, "events-n", cfg.EventsN, "events per run of the in-memory event systems "+
+		"(more than -n: 20,000 take ~50 ms on the JSON baseline; the PostgreSQL ones dispatch -n)")
 	flag.IntVar(&cfg.W, "w", cfg.W, "workers: producers and consumers")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each scenario (the median is reported)")
 	flag.IntVar(&cfg.BatchSize, "batch", cfg.BatchSize, "messages per call of the batch scenario")
@@ -230,6 +233,8 @@ func describe(sc string, r Run) string {
 		st := r.Backlog
 		return fmt.Sprintf("%s of %s msgs drained at %s msgs/s%s (filled at %s msgs/s); peak RSS %.1f MiB (backlog of %s: %.1f MiB)",
 			num(float64(st.Messages)), num(float64(st.Backlog)), num(st.DrainRate), capped, num(st.FillRate), st.PeakRSSMB, num(float64(st.SmallN)), st.SmallPeakMB)
+	case ScEvents:
+		return fmt.Sprintf("%s events/s (%d events in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
 	}
 	return fmt.Sprintf("%s msgs/s (%d msgs in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
 }

@@ -67,6 +67,8 @@ func unitOf(sc string) string {
 		return "ms"
 	case ScPgbench:
 		return "tps"
+	case ScEvents:
+		return "events/s"
 	}
 	return "msgs/s"
 }
@@ -267,6 +269,7 @@ var columnTitle = map[string]string{
 	ScRoundtrip: "5. round trip msgs/s",
 	ScPgbench:   "pgbench -N",
 	ScBacklog:   "6. backlog msgs/s",
+	ScEvents:    "7. events/s",
 }
 
 // columns are the scenarios that have at least one result.
@@ -394,9 +397,13 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 		"nothing here is typed in by hand. The raw numbers of every repetition are in `bench/%s`.\n\n",
 		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, filepath.ToSlash(jsonPath))
 	c := rep.Config
-	p("N = %d messages (round trip: %d), W = %d workers, %d repetitions (median reported), batch %d, latency at %d msgs/s for %v, "+
+	events := ""
+	if c.EventsN > 0 { // results of runs before the events scenario lack it
+		events = fmt.Sprintf("; in-memory events: %d", c.EventsN)
+	}
+	p("N = %d messages (round trip: %d%s), W = %d workers, %d repetitions (median reported), batch %d, latency at %d msgs/s for %v, "+
 		"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
-		c.N, c.RoundtripN, c.W, c.Reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
+		c.N, c.RoundtripN, events, c.W, c.Reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
 	head, rows := rep.grid()
 	p("| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
 	for _, row := range rows {
@@ -500,7 +507,7 @@ func machine() map[string]string {
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rev := strings.TrimSpace(string(out))
 		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
-			"pubsub", "channelpubsub", "dbpubsub", "migrations", "internal").Output()
+			"pubsub", "channelpubsub", "dbpubsub", "migrations", "internal", "event", "di").Output()
 		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
 			rev += " + uncommitted changes in the framework's packages"
 		}
@@ -524,6 +531,11 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
    N in-memory messages take 10–30 ms, below the noise of a shared machine).
 6. **backlog**: the backlog is put with the batch API, then a separate process (this binary, re-executed) drains it
    with W workers and reports its own peak RSS; the same with a backlog of N shows whether memory grows with it.
+7. **events**: the event layer. W goroutines dispatch typed events (a struct of two int64s, a string and an int) while
+   a service of W handler workers consumes them (conveyor: event.Service with one listener; Watermill: cqrs
+   EventBus and EventGroupProcessor, whose router has no worker count); events per second from the first dispatch
+   until the last handler returns. -events-n events in memory, where the ratio is to a hand-written limit (json.Marshal,
+   a buffered Go channel, json.Unmarshal); N on PostgreSQL, where there is no such baseline: compare the two rows.
 
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server

@@ -20,9 +20,10 @@ const (
 	ScRoundtrip = "roundtrip" // 5. in memory: W producers and W consumers at once
 	ScPgbench   = "pgbench"   // reference: pgbench -N, transactions per second
 	ScBacklog   = "backlog"   // 6. Backlog messages drained by a separate process
+	ScEvents    = "events"    // 7. typed events: W dispatchers and a service of W workers at once
 )
 
-var scenarioOrder = []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScRoundtrip, ScPgbench, ScBacklog}
+var scenarioOrder = []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScRoundtrip, ScPgbench, ScBacklog, ScEvents}
 
 // Run is one repetition of a scenario on one system.
 type Run struct {
@@ -54,6 +55,11 @@ func applicable(s System, sc string) (bool, string) {
 	case ScBacklog:
 		_, ok := s.(Backlogger)
 		return ok, ""
+	case ScEvents:
+		// Only the event systems, which name it (a queue system has no
+		// event layer).
+		l, ok := s.(Limited)
+		return ok && slices.Contains(l.Scenarios(), ScEvents), ""
 	}
 	return false, ""
 }
@@ -92,6 +98,8 @@ func runScenario(ctx context.Context, env *Env, cfg Config, s System, sc string)
 		return runLatency(ctx, inst, cfg)
 	case ScRoundtrip:
 		return runRoundtrip(ctx, inst, cfg)
+	case ScEvents:
+		return runEvents(ctx, inst, cfg, s.Kind())
 	}
 	return Run{}, fmt.Errorf("unknown scenario %q", sc)
 }
@@ -327,10 +335,33 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func runRoundtrip(ctx context.Context, inst Instance, cfg Config) (Run, error) {
-	c := newCounter(cfg.RoundtripN)
+	return produceConsume(ctx, inst, cfg, cfg.RoundtripN, false)
+}
+
+// runEvents is the round trip of typed events: -events-n of them in memory,
+// N on PostgreSQL, each stamped with the time of its dispatch.
+func runEvents(ctx context.Context, inst Instance, cfg Config, kind Kind) (Run, error) {
+	n := cfg.N
+	if kind == KindMemory {
+		n = cfg.EventsN
+	}
+	return produceConsume(ctx, inst, cfg, n, true)
+}
+
+// produceConsume starts W consumers, then enqueues n messages from W
+// goroutines; the clock runs from the first enqueue until the nth message
+// is done. stamp sets each message's T to the time of its enqueue. A
+// message handled as the zero Msg (it did not decode) fails the run.
+func produceConsume(ctx context.Context, inst Instance, cfg Config, n int, stamp bool) (Run, error) {
+	c := newCounter(n)
+	var garbled atomic.Int64
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop, err := inst.Consume(cctx, cfg.W, func(Msg) {}, c.inc)
+	stop, err := inst.Consume(cctx, cfg.W, func(m Msg) {
+		if m.N == 0 {
+			garbled.Add(1)
+		}
+	}, c.inc)
 	if err != nil {
 		return Run{}, err
 	}
@@ -341,10 +372,14 @@ func runRoundtrip(ctx context.Context, inst Instance, cfg Config) (Run, error) {
 		perr <- parallel(cfg.W, func() error {
 			for {
 				i := next.Add(1)
-				if i > int64(cfg.RoundtripN) || cctx.Err() != nil {
+				if i > int64(n) || cctx.Err() != nil {
 					return nil
 				}
-				if err := inst.Enqueue(cctx, Msg{N: i}); err != nil {
+				m := Msg{N: i}
+				if stamp {
+					m.T = time.Now().UnixNano()
+				}
+				if err := inst.Enqueue(cctx, m); err != nil {
 					if cctx.Err() != nil {
 						return nil
 					}
@@ -355,11 +390,14 @@ func runRoundtrip(ctx context.Context, inst Instance, cfg Config) (Run, error) {
 	}()
 	capped := c.wait(ctx, cfg.MaxRun)
 	el := time.Since(start)
-	n := c.done.Load()
+	done := c.done.Load()
 	cancel()
 	err = <-perr
 	if serr := stop(); serr != nil && err == nil {
 		err = serr
 	}
-	return Run{Value: rate(n, el), Count: n, Elapsed: el, Capped: capped}, err
+	if g := garbled.Load(); g > 0 && err == nil {
+		err = fmt.Errorf("%d of %d messages were handled garbled", g, done)
+	}
+	return Run{Value: rate(done, el), Count: done, Elapsed: el, Capped: capped}, err
 }

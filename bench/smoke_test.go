@@ -30,6 +30,7 @@ func TestSmoke(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.N = 200
 	cfg.RoundtripN = 2_000
+	cfg.EventsN = 2_000
 	cfg.Reps = 1
 	cfg.BatchSize = 50
 	cfg.LatencyFor = time.Second
@@ -74,6 +75,9 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("baseline %s: %d messages, want %d", sc, r.Runs[0].Count, cfg.N)
 		}
 	}
+	if r := find(rep.Results, "baseline: JSON over a Go channel", ScEvents); r == nil || r.Runs[0].Count != int64(cfg.EventsN) {
+		t.Errorf("events baseline: got %+v, want %d events", r, cfg.EventsN)
+	}
 	if r := find(rep.Results, "conveyor dbpubsub", ScBacklog); r == nil || r.Backlog == nil ||
 		r.Backlog.Messages != int64(cfg.Backlog) || r.Backlog.PeakRSSMB <= 0 {
 		t.Errorf("backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.Backlog)
@@ -86,7 +90,8 @@ func TestSmoke(t *testing.T) {
 	var table bytes.Buffer
 	rep.writeTable(&table)
 	t.Logf("\n%s", table.String())
-	for _, want := range []string{"conveyor dbpubsub", "river (tuned)", "watermill-sql", "gocloud mempubsub", "pgbench"} {
+	for _, want := range []string{"conveyor dbpubsub", "river (tuned)", "watermill-sql", "gocloud mempubsub", "pgbench",
+		"conveyor event (channelpubsub)", "watermill cqrs (watermill-sql)", "7. events/s"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -101,10 +106,79 @@ func TestSmoke(t *testing.T) {
 	}
 	var md bytes.Buffer
 	rep.writeMarkdown(&md, path)
-	for _, want := range []string{"# Benchmarks", "| system |", "## Configurations", "## PostgreSQL", "## Reproduce"} {
+	for _, want := range []string{"# Benchmarks", "| system |", "## Configurations", "## PostgreSQL", "## Reproduce",
+		"7. **events**", "in-memory events: 2000"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}
+	}
+}
+
+// TestEventSystems checks that each event system hands every event to the
+// handler once, intact (Order.msg checks the fields the Msg does not carry).
+// It needs PostgreSQL, as TestSmoke does.
+func TestEventSystems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a PostgreSQL server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env, err := newEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	cfg := defaultConfig()
+	const n = 300
+	for _, s := range orderedSystems() {
+		if ok, _ := applicable(s, ScEvents); !ok {
+			continue
+		}
+		t.Run(s.Name(), func(t *testing.T) {
+			inst, err := s.Open(ctx, env, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := inst.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			got := make(chan Msg, 2*n)
+			cctx, stopConsumers := context.WithCancel(ctx)
+			stop, err := inst.Consume(cctx, cfg.W, func(m Msg) { got <- m }, func() {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				stopConsumers()
+				if err := stop(); err != nil {
+					t.Error(err)
+				}
+			}()
+			for i := range int64(n) {
+				if err := inst.Enqueue(ctx, Msg{N: i + 1, T: 1764417600000000000 + i}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := map[int64]int{}
+			for len(seen) < n {
+				select {
+				case m := <-got:
+					if m.N < 1 || m.N > n || m.T != 1764417600000000000+m.N-1 {
+						t.Fatalf("handled %+v, not an event that was dispatched (or garbled)", m)
+					}
+					seen[m.N]++
+				case <-ctx.Done():
+					t.Fatalf("%d of %d events handled before the test's deadline", len(seen), n)
+				}
+			}
+			for id, k := range seen {
+				if k > 1 {
+					t.Errorf("event %d handled %d times", id, k)
+				}
+			}
+		})
 	}
 }
 
