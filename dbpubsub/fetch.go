@@ -230,9 +230,11 @@ func (st *topicState) fetch() {
 	bo.reset()
 
 	// Prefetching pays when consumers come back faster than a claim's
-	// round trip; when prefetched rows had to be given back, the consumers
-	// are slower, and it stops until several of them wait on an empty
-	// buffer again.
+	// round trip: it starts at Options.Prefetch and doubles, up to
+	// ClaimBatch, while the consumers empty the buffer before a claim
+	// returns. When prefetched rows had to be given back, the consumers are
+	// slower, and it stops until several of them wait on an empty buffer
+	// again.
 	prefetch := ps.opts.Prefetch
 	for {
 		if ps.closing() {
@@ -279,6 +281,13 @@ func (st *topicState) fetch() {
 			continue
 		}
 		bo.reset()
+		if len(rows) == n && prefetch > 0 {
+			// The consumers emptied the buffer while the claim ran, and
+			// wait: claim further ahead next time, up to ClaimBatch.
+			if _, buffered, waiting := st.wanted(0); buffered == 0 && waiting > 0 {
+				prefetch = min(2*prefetch, ps.opts.ClaimBatch)
+			}
+		}
 		st.deliver(rows)
 		if len(rows) == n {
 			continue

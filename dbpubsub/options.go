@@ -16,10 +16,12 @@ const (
 	// DefaultPollInterval is how often a consumer waiting for messages
 	// looks for them when no notification woke it.
 	DefaultPollInterval = time.Second
-	// DefaultClaimBatch is the most rows claimed in one round trip.
-	DefaultClaimBatch = 32
+	// DefaultClaimBatch is the most rows claimed in one round trip. (A
+	// claim costs about 24 µs of the server's time per row at 128 rows,
+	// 44 µs at 16: measured with pg_stat_statements while draining.)
+	DefaultClaimBatch = 128
 	// DefaultPrefetch is how many rows a claim takes beyond the Dequeue
-	// calls waiting.
+	// calls waiting, at first.
 	DefaultPrefetch = 8
 	// DefaultRetention is how long finished rows are kept before pruning.
 	DefaultRetention = 24 * time.Hour
@@ -59,7 +61,9 @@ type Options struct {
 	// Prefetch, up to this. 0 means DefaultClaimBatch.
 	ClaimBatch int
 	// Prefetch is how many rows a claim takes beyond the Dequeue calls
-	// waiting, so that the next calls find a row without a round trip.
+	// waiting, so that the next calls find a row without a round trip. It
+	// is where prefetching starts: while the consumers empty the buffer
+	// before a claim returns, it doubles, up to ClaimBatch.
 	// Prefetched rows are leased (their lease is renewed if they wait long)
 	// and given back when no Dequeue call looks for them for 50 ms, and on
 	// Close; a crash leaves them to be rescued when their lease runs out.
