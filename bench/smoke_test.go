@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 	if r := find(rep.Results, "baseline: JSON over a Go channel", ScEvents); r == nil || r.Runs[0].Count != int64(cfg.EventsN) {
 		t.Errorf("events baseline: got %+v, want %d events", r, cfg.EventsN)
 	}
-	if r := find(rep.Results, "conveyor dbpubsub", ScBacklog); r == nil || r.Backlog == nil ||
+	if r := find(rep.Results, "conveyor dbpubsub (AsyncAck)", ScBacklog); r == nil || r.Backlog == nil ||
 		r.Backlog.Messages != int64(cfg.Backlog) || r.Backlog.PeakRSSMB <= 0 {
 		t.Errorf("backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.Backlog)
 	}
