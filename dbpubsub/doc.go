@@ -66,6 +66,11 @@
 // pgx's statement cache); bun's builder serves the cold paths (dead
 // letters, stats) and migrations.
 //
+//   - Enqueue: outside a caller's transaction, the calls of up to 32
+//     messages that one Topic handle gets while two of its statements are
+//     in flight are written together by the next one (one INSERT …
+//     SELECT FROM unnest, one commit), each call returning when its own
+//     rows are committed.
 //   - Claim: UPDATE … FROM (SELECT … WHERE status = 'pending' AND run_at <=
 //     now() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED), served by a
 //     partial index. One goroutine per topic and PubSub claims, per round
@@ -81,9 +86,9 @@
 //     notifies in its own statement, so consumers wake when it commits.
 //     Any other enqueue wakes this PubSub's consumers at once and leaves the
 //     NOTIFY to a notifier goroutine that sends every pending one in a
-//     single statement right after: PostgreSQL serialises the commits of
-//     notifying transactions, and a NOTIFY per enqueue halved the rate of
-//     concurrent producers. Each PubSub LISTENs
+//     single statement, at most one per millisecond: PostgreSQL serialises
+//     the commits of notifying transactions, and a NOTIFY per enqueue
+//     halved the rate of concurrent producers. Each PubSub LISTENs
 //     on one dedicated pgx connection, made from the DB's own pgx
 //     configuration (or Options.ListenDSN), and reconnects by itself;
 //     waiting consumers poll every Options.PollInterval as the fallback, and

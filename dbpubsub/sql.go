@@ -36,6 +36,10 @@ func channelName(qualified, topic string) string {
 // parameters; durations are passed in microseconds.
 type statements struct {
 	resolve      string
+	insert       string
+	insertAt     string
+	insertMany   string
+	insertManyAt string
 	enqueue      string
 	enqueueBatch string
 	notify       string
@@ -73,9 +77,20 @@ func newStatements(table string) statements {
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
 
-		// The enqueues notify channel $n in the statement (so in the
-		// caller's transaction, on commit) unless it is '': then the
-		// notifier does it after (notify.go).
+		// The enqueues outside a caller's transaction (enqueue.go); the
+		// notifier tells the other processes after (notify.go). $1 topic,
+		// $2 data, or data[] in the order given; $3 run_at, or run_at[]
+		// (a past time means now).
+		insert:   r.Replace(`INSERT INTO {T} (topic, data) VALUES ($1, $2)`),
+		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz))`),
+		insertMany: r.Replace(`INSERT INTO {T} (topic, data)
+			SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n`),
+		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at)
+			SELECT $1, u.d, greatest(now(), u.r) FROM unnest($2::bytea[], $3::timestamptz[]) WITH ORDINALITY AS u(d, r, n) ORDER BY u.n`),
+
+		// The enqueues in a caller's transaction, and the unique enqueue,
+		// notify channel $n in the statement (so on commit) unless it is
+		// '': then the notifier does it after.
 
 		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
 		enqueue: r.Replace(`WITH ins AS (

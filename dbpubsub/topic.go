@@ -24,6 +24,7 @@ type Topic struct {
 	err    error // the name is invalid
 	closed chan struct{}
 	once   sync.Once
+	enq    enqGroup // enqueues sharing statements (enqueue.go)
 }
 
 // TxEnqueuer is a topic that can enqueue in the caller's transaction.
@@ -183,7 +184,8 @@ type execer interface {
 // the statement is awaited even if ctx ends (up to
 // Options.StatementTimeout), because pgx cancels the wait for the reply,
 // not the statement: giving up early could report a failure for a row that
-// was committed.
+// was committed. The enqueues that share statements keep the same contract
+// (enqueue.go).
 func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	if db, ok := ex.(*sql.DB); ok {
 		conn, err := db.Conn(ctx)
@@ -229,7 +231,7 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var ex execer = ps.sqldb
+	var ex execer
 	if idb != nil {
 		var err error
 		if ex, err = rawExecer(idb); err != nil {
@@ -247,14 +249,17 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 	if data == nil {
 		data = []byte{} // NULL is not a payload
 	}
-	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-		_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, inStatement(idb, ch))
-		return err
-	})
+	if idb == nil {
+		err = t.insert(ctx, &enqReq{data: [][]byte{data}, at: at, ch: ch, size: len(data)})
+	} else {
+		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+			_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, ch)
+			return err
+		})
+	}
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
 	}
-	st.committed(idb, ch)
 	return nil
 }
 
@@ -287,6 +292,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 	st := t.st
 	ps := st.ps
 	items := make([][]byte, len(data))
+	size := 0
 	for i, d := range data {
 		if err := pubsub.CheckSize(d, ps.opts.MaxDataSize); err != nil {
 			return fmt.Errorf("dbpubsub: batch item %d on topic %q: %w", i, st.name, err)
@@ -295,6 +301,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 			d = []byte{}
 		}
 		items[i] = d
+		size += len(d)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -302,7 +309,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 	if len(items) == 0 {
 		return nil
 	}
-	var ex execer = ps.sqldb
+	var ex execer
 	if idb != nil {
 		var err error
 		if ex, err = rawExecer(idb); err != nil {
@@ -317,14 +324,17 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 		return fmt.Errorf("dbpubsub: batch enqueue on topic %q: %w", st.name, err)
 	}
 	defer ps.end()
-	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-		_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, inStatement(idb, ch))
-		return err
-	})
+	if idb == nil {
+		err = t.insert(ctx, &enqReq{data: items, ch: ch, size: size})
+	} else {
+		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+			_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, ch)
+			return err
+		})
+	}
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: batch enqueue of %d on topic %q: %w", len(items), st.name, err))
 	}
-	st.committed(idb, ch)
 	return nil
 }
 
