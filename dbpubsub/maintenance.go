@@ -43,24 +43,28 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 		}
-		n := 0
+		handled := 0
 		for rows.Next() {
 			var name string
-			if err := rows.Scan(&name); err != nil {
+			var n int
+			var pending bool
+			if err := rows.Scan(&name, &n, &pending); err != nil {
 				rows.Close()
 				return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 			}
-			topics = append(topics, name)
-			ps.wakeLocal(name)
-			n++
+			handled += n
+			if pending {
+				topics = append(topics, name)
+				ps.wakeLocal(name)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 		}
-		if n == 0 {
+		if handled < rescueBatch {
 			return topics, nil
 		}
-		// Another batch may be due; the statement returned only the topics.
+		// A full batch: more leases may have run out.
 	}
 }
 

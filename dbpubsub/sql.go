@@ -159,7 +159,8 @@ func newStatements(table string) statements {
 
 		// Makes rows whose lease ran out pending again at once, or dead if
 		// their attempts are exhausted, and wakes their topics' consumers; it
-		// returns the topics that got messages back.
+		// returns each topic it touched, how many rows, and whether it got
+		// messages back.
 		// $1 limit, $2 max attempts, $3 channel prefix, $4 qualified table.
 		rescue: r.Replace(`WITH x AS MATERIALIZED (
 				SELECT id FROM {T} WHERE status = 'processing' AND lease_until <= now()
@@ -173,8 +174,10 @@ func newStatements(table string) statements {
 					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
 				FROM x WHERE t.id = x.id
 				RETURNING t.topic, t.status)
-			SELECT p.topic FROM (SELECT DISTINCT topic FROM u WHERE status = 'pending') p,
-				LATERAL pg_notify($3::text || md5($4::text || ':' || p.topic), '') n`),
+			SELECT p.topic, p.n, p.pending FROM (
+					SELECT topic, count(*) AS n, bool_or(status = 'pending') AS pending FROM u GROUP BY topic) p
+				LEFT JOIN LATERAL (SELECT pg_notify($3::text || md5($4::text || ':' || p.topic), '')
+					WHERE p.pending) n ON true`),
 
 		// $1 retention µs, $2 limit.
 		prune: r.Replace(`DELETE FROM {T} WHERE id IN (
