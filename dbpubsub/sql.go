@@ -66,11 +66,21 @@ const claimSQL = `WITH c AS MATERIALIZED (
 	FROM c WHERE t.id = c.id
 	RETURNING t.id, t.data, t.attempts, t.token, t.run_at`
 
+// processingByID stands for 'processing' in the statements that find
+// delivered rows by the ids in an array (settle, renew, release). Written
+// as a constant, the condition matches the predicate of the lease index,
+// and the generic plan that pgx's prepared statements get scanned that
+// index for every row leased in the last lease period (dead entries
+// included: at 35,000 acks/s a settle took up to 1.5 s) instead of looking
+// each id up in the primary key. A sub-select is opaque to the planner's
+// index matching, so only the primary key serves these joins.
+const processingByID = "(SELECT 'processing')"
+
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func newStatements(table string) statements {
 	t := quoteIdent(table)
-	r := strings.NewReplacer("{T}", t)
+	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)
 	return statements{
 		// The schema-qualified name of the table found in the search_path.
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
@@ -134,7 +144,7 @@ func newStatements(table string) statements {
 				finished_at = CASE WHEN s.status = 'pending' THEN NULL ELSE now() END,
 				lease_until = NULL
 			FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay, reason)
-			WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing' AND t.lease_until > now()
+			WHERE t.id = s.id AND t.token = s.token AND t.status = {PROCESSING} AND t.lease_until > now()
 			RETURNING t.id, t.token`),
 
 		// $1 id, $2 token, $3 lease µs.
@@ -145,7 +155,7 @@ func newStatements(table string) statements {
 		// tokens, $3 lease µs; returns the ids renewed.
 		renew: r.Replace(`UPDATE {T} AS t SET lease_until = now() + $3 * interval '1 microsecond'
 			FROM unnest($1::bigint[], $2::bigint[]) AS s(id, token)
-			WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing' AND t.lease_until > now()
+			WHERE t.id = s.id AND t.token = s.token AND t.status = {PROCESSING} AND t.lease_until > now()
 			RETURNING t.id`),
 
 		// Gives back rows claimed but never handed out, as if never
@@ -153,7 +163,7 @@ func newStatements(table string) statements {
 		release: r.Replace(`WITH r AS (
 				UPDATE {T} AS t SET status = 'pending', attempts = t.attempts - 1, lease_until = NULL
 				FROM unnest($1::bigint[], $2::bigint[]) AS s(id, token)
-				WHERE t.id = s.id AND t.token = s.token AND t.status = 'processing'
+				WHERE t.id = s.id AND t.token = s.token AND t.status = {PROCESSING}
 				RETURNING t.id)
 			SELECT pg_notify($3, '') WHERE EXISTS (SELECT FROM r)`),
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -43,6 +44,65 @@ func TestChannelNameMatchesSQL(t *testing.T) {
 		}
 		if want := channelName("s.t", topic); got != want {
 			t.Errorf("topic %q: SQL says %q, Go says %q", topic, got, want)
+		}
+	}
+}
+
+// The statements that find delivered rows by an array of ids must look
+// each one up in the primary key, also in the generic plan of a prepared
+// statement (which pgx's statement cache gets): a scan of the lease index
+// reads every row leased in the last lease period.
+func TestByIDStatementsUsePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	_, db := pgtest.NewSchema(t)
+	if err := migrations.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	// Statistics taken while few rows are leased make the lease index
+	// look cheap.
+	for _, q := range []string{
+		`INSERT INTO conveyor_events (topic, data) SELECT 't', '\x00' FROM generate_series(1, 20000)`,
+		`UPDATE conveyor_events SET status = 'processing', lease_until = now() + interval '30 s' WHERE id <= 50`,
+		`ANALYZE conveyor_events`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	st := newStatements("conveyor_events")
+	for _, c := range []struct{ name, sql, args string }{
+		{"settle", st.settle, `'{1,2}', '{1,1}', '{finished,pending}', '{0,1000}', '{"",""}'`},
+		{"renew", st.renew, `'{1,2}', '{1,1}', 30000000`},
+		{"release", st.release, `'{1,2}', '{1,1}', 'ch'`},
+	} {
+		if _, err := conn.ExecContext(ctx, "PREPARE "+c.name+" AS "+c.sql); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE "+c.name+"("+c.args+")")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if p := plan.String(); !strings.Contains(p, "conveyor_events_pkey") || strings.Contains(p, "lease_idx") {
+			t.Errorf("%s: generic plan\n%s\nwant the rows looked up by primary key, not the lease index", c.name, p)
 		}
 	}
 }
