@@ -19,16 +19,21 @@ import (
 // topic name, and an event.Service of W workers with one ListenFunc.
 type conveyorEvent struct {
 	eventSystem
-	db bool // dbpubsub, else channelpubsub
+	db       bool // dbpubsub, else channelpubsub
+	asyncAck bool // dbpubsub with Options.AsyncAck
 }
 
 func init() {
 	register(conveyorEvent{})
 	register(conveyorEvent{db: true})
+	register(conveyorEvent{db: true, asyncAck: true})
 }
 
 func (c conveyorEvent) Name() string {
-	if c.db {
+	switch {
+	case c.asyncAck:
+		return "conveyor event (dbpubsub, AsyncAck)"
+	case c.db:
 		return "conveyor event (dbpubsub)"
 	}
 	return "conveyor event (channelpubsub)"
@@ -46,8 +51,12 @@ func (conveyorEvent) Baseline() bool { return false }
 func (c conveyorEvent) Config(cfg Config) string {
 	backend := fmt.Sprintf("channelpubsub.Register (defaults: Capacity %d)", channelpubsub.DefaultCapacity)
 	if c.db {
-		backend = fmt.Sprintf("dbpubsub.Register (defaults: ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY) "+
-			"on dbpubsub.Open's pool of %d conns", dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch,
+		register := "dbpubsub.Register (defaults:"
+		if c.asyncAck {
+			register = "dbpubsub.RegisterWithOptions(Options{AsyncAck: true}) (otherwise defaults:"
+		}
+		backend = fmt.Sprintf("%s ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY) "+
+			"on dbpubsub.Open's pool of %d conns", register, dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch,
 			dbpubsub.DefaultPollInterval, conveyorPool())
 	}
 	return fmt.Sprintf("%s + event.Register; W goroutines Dispatch on the injected event.Dispatcher (CloudEvents JSON); "+
@@ -68,7 +77,7 @@ func (c conveyorEvent) Open(ctx context.Context, env *Env, cfg Config) (Instance
 		if in.schema, err = env.NewSchema(ctx, "conveyor_event"); err != nil {
 			return nil, err
 		}
-		if err := in.registerDB(ctx); err != nil {
+		if err := in.registerDB(ctx, c.asyncAck); err != nil {
 			return nil, errors.Join(err, in.Close())
 		}
 	} else if err := channelpubsub.Register(in.ctx); err != nil {
@@ -86,7 +95,7 @@ func (c conveyorEvent) Open(ctx context.Context, env *Env, cfg Config) (Instance
 
 // registerDB migrates the schema and registers its *bun.DB and dbpubsub
 // (which di.Shutdown closes, the PubSub first).
-func (in *conveyorEventInstance) registerDB(ctx context.Context) error {
+func (in *conveyorEventInstance) registerDB(ctx context.Context, asyncAck bool) error {
 	db, err := dbpubsub.Open(in.schema.DSN)
 	if err != nil {
 		return err
@@ -97,7 +106,7 @@ func (in *conveyorEventInstance) registerDB(ctx context.Context) error {
 	if err := migrations.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return dbpubsub.RegisterWithOptions(in.ctx, dbpubsub.Options{Logger: quietLogger()})
+	return dbpubsub.RegisterWithOptions(in.ctx, dbpubsub.Options{Logger: quietLogger(), AsyncAck: asyncAck})
 }
 
 func (in *conveyorEventInstance) Enqueue(ctx context.Context, m Msg) error {
