@@ -62,16 +62,16 @@ func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
 type ackQueue struct {
 	mu       sync.Mutex
 	pending  []*settleReq
-	next     uint64            // the number of the next ack queued
-	taken    uint64            // acks numbered below it are taken by a settler
-	inflight map[uint64]uint64 // first number → end, of the runs being written
-	written  chan struct{}     // closed (and replaced) when a run is written
-	kick     chan struct{}     // cap 1: acks were queued
+	next     uint64          // the number of the next ack queued
+	taken    uint64          // acks numbered below it are taken by a settler
+	inflight map[uint64]bool // the first numbers of the runs being written
+	written  chan struct{}   // closed (and replaced) when a run is written
+	kick     chan struct{}   // cap 1: acks were queued
 }
 
 func newAckQueue() *ackQueue {
 	return &ackQueue{
-		inflight: make(map[uint64]uint64),
+		inflight: make(map[uint64]bool),
 		written:  make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 	}
@@ -116,7 +116,7 @@ func (q *ackQueue) take(batch []*settleReq, n int) ([]*settleReq, uint64, int) {
 	}
 	first := q.taken
 	q.taken += uint64(k)
-	q.inflight[first] = q.taken
+	q.inflight[first] = true
 	return batch, first, k
 }
 
