@@ -130,19 +130,7 @@ func (in *conveyorDBInstance) Consume(ctx context.Context, workers int, handle f
 	if in.consumers > 0 {
 		workers = in.consumers
 	}
-	return startWorkers(ctx, workers, func(ctx context.Context) error {
-		for {
-			m, err := in.topic.Dequeue(ctx)
-			if err != nil {
-				return err
-			}
-			handle(parsePayload(m.Data()))
-			if err := m.Ack(context.WithoutCancel(ctx)); err != nil {
-				return err
-			}
-			done()
-		}
-	}), nil
+	return consumeTopic(ctx, in.topic, workers, handle, done), nil
 }
 
 func (in *conveyorDBInstance) Close() error {

@@ -47,19 +47,7 @@ func (in *conveyorChanInstance) Enqueue(ctx context.Context, m Msg) error {
 }
 
 func (in *conveyorChanInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
-	return startWorkers(ctx, workers, func(ctx context.Context) error {
-		for {
-			m, err := in.topic.Dequeue(ctx)
-			if err != nil {
-				return err
-			}
-			handle(parsePayload(m.Data()))
-			if err := m.Ack(ctx); err != nil {
-				return err
-			}
-			done()
-		}
-	}), nil
+	return consumeTopic(ctx, in.topic, workers, handle, done), nil
 }
 
 func (in *conveyorChanInstance) Close() error { return in.ps.Close() }

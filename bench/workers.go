@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // startWorkers runs loop in w goroutines until ctx ends; stop waits for
@@ -29,4 +31,23 @@ func startWorkers(ctx context.Context, w int, loop func(ctx context.Context) err
 		wg.Wait()
 		return first
 	}
+}
+
+// consumeTopic is Consume for a conveyor topic: w goroutines Dequeue, hand
+// the message to handle, Ack it (even once ctx has ended, so that no
+// handled message stays unsettled) and call done.
+func consumeTopic(ctx context.Context, tp pubsub.Topic, w int, handle func(Msg), done func()) func() error {
+	return startWorkers(ctx, w, func(ctx context.Context) error {
+		for {
+			m, err := tp.Dequeue(ctx)
+			if err != nil {
+				return err
+			}
+			handle(parsePayload(m.Data()))
+			if err := m.Ack(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			done()
+		}
+	})
 }

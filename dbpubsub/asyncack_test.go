@@ -67,7 +67,9 @@ func TestAsyncAckWrittenByClose(t *testing.T) {
 	_, db := newStore(t)
 	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true, Lease: time.Hour})
 	tp := ps.Topic("t")
-	const n = 300
+	// Many more acks than the two settlers take in one statement each
+	// (maxSettleBatch), so that some stay queued when Close begins.
+	const n = 4000
 	enqueueN(t, tp, n)
 	ms := make([]pubsub.Message, n)
 	for i := range ms {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -170,22 +171,12 @@ func consume(t *testing.T, dsn string) {
 		go func() {
 			defer wg.Done()
 			for {
-				dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-				m, err := tp.Dequeue(dctx)
-				cancel()
-				if errors.Is(err, context.DeadlineExceeded) {
-					var left int
-					if err := db.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status <> 'finished'").Scan(&left); err != nil {
-						t.Error(err)
-						return
-					}
-					if left == 0 {
-						return
-					}
-					continue
-				}
+				m, err := dbpubsubtest.NextUnfinished(ctx, tp, db, 500*time.Millisecond)
 				if err != nil {
 					t.Error(err)
+					return
+				}
+				if m == nil {
 					return
 				}
 				if victim && acked.Load() >= 1000 {

@@ -15,6 +15,7 @@ package dbpubsubtest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // NewStore returns a fresh migrated schema of its own for t: a DSN whose
@@ -59,4 +61,27 @@ func OpenDB(t testing.TB, dsn string) *bun.DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// NextUnfinished is the Dequeue of a consumer that stops when the work is
+// done, whoever did it: it waits up to patience for a message of tp, and
+// while none comes, looks whether any row of db's message table (the
+// default one) is still unfinished. It returns nil and no error once none
+// is.
+func NextUnfinished(ctx context.Context, tp pubsub.Topic, db *bun.DB, patience time.Duration) (pubsub.Message, error) {
+	for {
+		dctx, cancel := context.WithTimeout(ctx, patience)
+		m, err := tp.Dequeue(dctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return m, err
+		}
+		var left int
+		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM "+dbpubsub.DefaultTable+" WHERE status <> 'finished'").Scan(&left); err != nil {
+			return nil, err
+		}
+		if left == 0 {
+			return nil, nil
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 )
 
@@ -163,22 +164,12 @@ func childConsume() error {
 		go func() {
 			defer wg.Done()
 			for {
-				dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-				m, err := tp.Dequeue(dctx)
-				cancel()
-				if errors.Is(err, context.DeadlineExceeded) {
-					var open int
-					if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status <> 'finished'").Scan(&open); err != nil {
-						errs <- err
-						return
-					}
-					if open == 0 {
-						return
-					}
-					continue
-				}
+				m, err := dbpubsubtest.NextUnfinished(ctx, tp, db, 500*time.Millisecond)
 				if err != nil {
 					errs <- err
+					return
+				}
+				if m == nil {
 					return
 				}
 				if !ackPersistently(ctx, m) {
