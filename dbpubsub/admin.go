@@ -165,17 +165,21 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 		Ready, Scheduled, Processing, Dead int64
 		OldestReadyUS                      float64
 	}
-	// One sub-query per state, each served by a partial index, so that
-	// the finished rows kept for the retention period are never scanned.
-	tbl, name := ps.table(), t.st.name
+	// One sub-query per state, each served by an index, so that the
+	// finished rows kept for the retention period are never scanned. Ready
+	// messages are the ready table's rows and the message table's due
+	// pending ones; the ready table's oldest is its first by id.
+	tbl, rdy, name := ps.table(), bun.Ident(readyTable(ps.opts.Table)), t.st.name
 	err := ps.db.NewRaw(`SELECT
-		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()),
+		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()) +
+			(SELECT count(*) FROM ? WHERE topic = ?),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at > now()),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'processing'),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'dead'),
-		coalesce((SELECT extract(epoch FROM now() - min(run_at)) * 1e6 FROM ?
-			WHERE topic = ? AND status = 'pending' AND run_at <= now()), 0)`,
-		tbl, name, tbl, name, tbl, name, tbl, name, tbl, name).
+		coalesce((SELECT extract(epoch FROM now() - least(
+			(SELECT min(run_at) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()),
+			(SELECT created_at FROM ? WHERE topic = ? ORDER BY id LIMIT 1))) * 1e6), 0)`,
+		tbl, name, rdy, name, tbl, name, tbl, name, tbl, name, tbl, name, rdy, name).
 		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
 	if err != nil {
 		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)

@@ -60,7 +60,12 @@
 // A message is a row of the table made by package migrations (default
 // conveyor_events): topic, status (pending, processing, finished, dead),
 // run_at, data, attempts, delivery token, lease deadline, last error and
-// times. The hot statements (enqueue, claim, ack/nack, extend) are constant
+// times. A message enqueued for delivery at once waits, until it is first
+// claimed, in the ready table beside it (conveyor_events_ready: id, topic,
+// data, created_at, and one index, on topic and id): an enqueue then costs
+// one index entry, not the two that a row searchable by the claim would
+// need in the message table. The view conveyor_events_all shows the
+// messages of both, in the message table's columns. The hot statements (enqueue, claim, ack/nack, extend) are constant
 // SQL with $n parameters, built once per PubSub for its table and run on
 // the *sql.DB under bun (bun renders arguments into the text, which defeats
 // pgx's statement cache); bun's builder serves the cold paths (dead
@@ -71,9 +76,12 @@
 //     in flight are written together by the next one (one INSERT …
 //     SELECT FROM unnest, one commit), each call returning when its own
 //     rows are committed.
-//   - Claim: UPDATE … FROM (SELECT … WHERE status = 'pending' AND run_at <=
-//     now() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED), served by a
-//     partial index. One goroutine per topic and PubSub claims, per round
+//   - Claim: one statement takes the due pending rows of the message
+//     table (UPDATE … FROM (SELECT … WHERE status = 'pending' AND run_at <=
+//     now() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED), served by
+//     a partial index), then, up to n, the ready table's first rows by id,
+//     which it deletes there and inserts into the message table as
+//     processing, under the same id. One goroutine per topic and PubSub claims, per round
 //     trip, one row per Dequeue call waiting plus Options.Prefetch, hands
 //     them to the waiting calls in order and keeps the rest in a bounded
 //     buffer (Options.ClaimBatch). The leases of buffered rows are renewed

@@ -91,7 +91,7 @@ func (f *groupFixture) waitQueued(n int) {
 // rows returns the payloads of the topic in id order.
 func (f *groupFixture) rows() []string {
 	f.t.Helper()
-	rows, err := f.db.DB.QueryContext(f.ctx, `SELECT data FROM conveyor_events WHERE topic = 'group' AND data <> 'warm-up' ORDER BY id`)
+	rows, err := f.db.DB.QueryContext(f.ctx, `SELECT data FROM conveyor_events_all WHERE topic = 'group' AND data <> 'warm-up' ORDER BY id`)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -145,8 +145,10 @@ func TestEnqueueGroupsConcurrentCalls(t *testing.T) {
 	f.exec(`CREATE TABLE statements (n int)`)
 	f.exec(`CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN INSERT INTO statements VALUES (1); RETURN NULL; END $$`)
-	f.exec(`CREATE TRIGGER count_statement AFTER INSERT ON conveyor_events
-		FOR EACH STATEMENT EXECUTE FUNCTION count_statement()`)
+	for _, table := range []string{"conveyor_events", "conveyor_events_ready"} {
+		f.exec(`CREATE TRIGGER count_statement AFTER INSERT ON ` + table + `
+			FOR EACH STATEMENT EXECUTE FUNCTION count_statement()`)
+	}
 
 	f.hold()
 	later := time.Now().Add(time.Hour)
@@ -202,7 +204,9 @@ func TestEnqueueGroupRejectedRows(t *testing.T) {
 	f := newGroupFixture(t)
 	f.exec(`CREATE FUNCTION reject_bad() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.data = 'bad' THEN RAISE EXCEPTION 'bad payload'; END IF; RETURN NEW; END $$`)
-	f.exec(`CREATE TRIGGER reject_bad BEFORE INSERT ON conveyor_events FOR EACH ROW EXECUTE FUNCTION reject_bad()`)
+	for _, table := range []string{"conveyor_events", "conveyor_events_ready"} {
+		f.exec(`CREATE TRIGGER reject_bad BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION reject_bad()`)
+	}
 
 	f.hold()
 	var calls []groupCall

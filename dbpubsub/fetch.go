@@ -42,18 +42,17 @@ type topicState struct {
 	wakeMu  sync.Mutex
 	wakeCh  chan struct{} // closed when a message may have become ready
 
-	// The keyset floor of the claim, owned by the fetcher goroutine: the
-	// last row a full batch claimed. Claims start above it, so they skip
-	// the index entries of rows claimed before (dead tuples until vacuum,
-	// which made claims read thousands of buffers deep into a long drain).
-	// A row may come back below the floor (given back unclaimed by
-	// another process, a transaction that committed late): the floor is
+	// The keyset floor of the claim in the ready table, owned by the
+	// fetcher goroutine: the last ready row a full batch claimed. Claims
+	// start above it, so they skip the index entries of rows claimed
+	// before (dead tuples until vacuum, which made claims read thousands
+	// of buffers deep into a long drain). A row may appear below the floor
+	// when the transaction that enqueued it commits late: the floor is
 	// dropped whenever a claim comes back short, and at the latest
-	// floorTTL after a full scan.
-	floorRunAt time.Time
+	// floorTTL after a full scan. (Rows given back or retried go to the
+	// message table, which claims always scan whole.)
 	floorID    int64 // 0: no floor
 	floorUntil time.Time
-	floorDrop  atomic.Bool // set when this PubSub gives rows back
 }
 
 // floorTTL bounds how long rows below the claim's keyset floor can wait.
@@ -320,27 +319,25 @@ func (st *topicState) fetch() {
 // claim takes up to n ready rows, oldest first.
 func (st *topicState) claim(n int) ([]*delivery, error) {
 	ps := st.ps
-	var rows *sql.Rows
-	var err error
-	if st.floorDrop.Swap(false) {
+	if st.floorID != 0 && !time.Now().Before(st.floorUntil) {
 		st.floorID = 0
 	}
-	if st.floorID != 0 && time.Now().Before(st.floorUntil) {
-		rows, err = ps.sqldb.QueryContext(ps.ctx, ps.stmts.claimFrom, st.name, n, ps.opts.Lease.Microseconds(), st.floorRunAt, st.floorID)
-	} else {
-		st.floorID = 0
-		rows, err = ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds())
-	}
+	rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floorID)
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}
 	defer rows.Close()
 	now := time.Now()
 	var out []*delivery
+	var top int64 // the highest ready row claimed
 	for rows.Next() {
 		d := &delivery{leased: now}
-		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt); err != nil {
+		var ready bool
+		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &ready); err != nil {
 			return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
+		}
+		if ready {
+			top = max(top, d.id)
 		}
 		out = append(out, d)
 	}
@@ -351,12 +348,11 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	switch {
 	case len(out) < n:
 		st.floorID = 0 // the end of the ready rows: the next claim looks at them all
-	default:
+	case top != 0:
 		if st.floorID == 0 {
 			st.floorUntil = now.Add(floorTTL)
 		}
-		last := out[len(out)-1]
-		st.floorRunAt, st.floorID = last.runAt, last.id
+		st.floorID = top
 	}
 	return out, nil
 }
@@ -496,11 +492,10 @@ func (st *topicState) release(ds []*delivery) {
 		ps.opts.Logger.Warn("dbpubsub: giving back claimed messages failed; they come back when their lease runs out",
 			"topic", st.name, "count", len(ds), "err", err)
 	}
-	st.floorDrop.Store(true) // the rows are back, below the claim's floor
 }
 
-// sortDeliveries orders claimed rows as the claim chose them: by run_at,
-// then id (RETURNING keeps no order).
+// sortDeliveries orders claimed rows by run_at, then id (RETURNING keeps
+// no order; a ready row's run_at is when it was enqueued).
 func sortDeliveries(ds []*delivery) {
 	slices.SortFunc(ds, func(a, b *delivery) int {
 		if c := a.runAt.Compare(b.runAt); c != 0 {

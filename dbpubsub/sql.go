@@ -3,7 +3,6 @@ package dbpubsub
 import (
 	"crypto/md5"
 	"encoding/hex"
-	"fmt"
 	"strings"
 )
 
@@ -41,11 +40,11 @@ type statements struct {
 	insertMany   string
 	insertManyAt string
 	enqueue      string
+	enqueueAt    string
 	enqueueBatch string
 	notify       string
 	enqueueUniq  string
 	claim        string
-	claimFrom    string
 	nextRunAt    string
 	settle       string
 	extend       string
@@ -55,16 +54,40 @@ type statements struct {
 	prune        string
 }
 
-// claimSQL takes the oldest ready rows of a topic; %s adds a condition.
-const claimSQL = `WITH c AS MATERIALIZED (
+// claimSQL takes up to $2 ready messages of topic $1 for a lease of $3
+// µs: first the due pending rows of the message table (delayed, retried,
+// given back, unique), oldest first, then, for the rest, the ready table's
+// rows above id $4 (the claim's keyset floor; 0 for all) in id order,
+// moved into the message table as processing. The last column tells the
+// moved rows. RETURNING order is unspecified.
+const claimSQL = `WITH m AS MATERIALIZED (
 		SELECT id FROM {T}
-		WHERE topic = $1 AND status = 'pending' AND run_at <= now() %s
+		WHERE topic = $1 AND status = 'pending' AND run_at <= now()
 		ORDER BY run_at, id LIMIT $2
-		FOR UPDATE SKIP LOCKED)
-	UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
-		lease_until = now() + $3 * interval '1 microsecond'
-	FROM c WHERE t.id = c.id
-	RETURNING t.id, t.data, t.attempts, t.token, t.run_at`
+		FOR UPDATE SKIP LOCKED),
+	mu AS (
+		UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
+			lease_until = now() + $3 * interval '1 microsecond'
+		FROM m WHERE t.id = m.id
+		RETURNING t.id, t.data, t.attempts, t.token, t.run_at),
+	r AS MATERIALIZED (
+		SELECT id FROM {R}
+		WHERE topic = $1 AND id > $4
+		ORDER BY id LIMIT greatest($2 - (SELECT count(*) FROM m), 0)
+		FOR UPDATE SKIP LOCKED),
+	rd AS (
+		DELETE FROM {R} AS d USING r WHERE d.topic = $1 AND d.id = r.id
+		RETURNING d.id, d.data, d.created_at),
+	ri AS (
+		INSERT INTO {T} (id, topic, data, status, run_at, attempts, token, lease_until, created_at)
+		OVERRIDING SYSTEM VALUE
+		SELECT rd.id, $1, rd.data, 'processing', rd.created_at, 1, 1,
+			now() + $3 * interval '1 microsecond', rd.created_at
+		FROM rd
+		RETURNING id, data, attempts, token, run_at)
+	SELECT id, data, attempts, token, run_at, false FROM mu
+	UNION ALL
+	SELECT id, data, attempts, token, run_at, true FROM ri`
 
 // processingByID stands for 'processing' in the statements that find
 // delivered rows by the ids in an array (settle, renew, release). Written
@@ -78,9 +101,14 @@ const processingByID = "(SELECT 'processing')"
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
+// readyTable is the name of the ready table of the message table table:
+// the messages enqueued for delivery at once, not yet claimed (migration
+// 0002).
+func readyTable(table string) string { return table + "_ready" }
+
 func newStatements(table string) statements {
 	t := quoteIdent(table)
-	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)
+	r := strings.NewReplacer("{T}", t, "{R}", quoteIdent(readyTable(table)), "{PROCESSING}", processingByID)
 	return statements{
 		// The schema-qualified name of the table found in the search_path.
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
@@ -90,10 +118,11 @@ func newStatements(table string) statements {
 		// The enqueues outside a caller's transaction (enqueue.go); the
 		// notifier tells the other processes after (notify.go). $1 topic,
 		// $2 data, or data[] in the order given; $3 run_at, or run_at[]
-		// (a past time means now).
-		insert:   r.Replace(`INSERT INTO {T} (topic, data) VALUES ($1, $2)`),
+		// (a past time means now). Messages for now go to the ready
+		// table, delayed ones to the message table.
+		insert:   r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
 		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz))`),
-		insertMany: r.Replace(`INSERT INTO {T} (topic, data)
+		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
 			SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n`),
 		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at)
 			SELECT $1, u.d, greatest(now(), u.r) FROM unnest($2::bytea[], $3::timestamptz[]) WITH ORDINALITY AS u(d, r, n) ORDER BY u.n`),
@@ -102,8 +131,12 @@ func newStatements(table string) statements {
 		// notify channel $n in the statement (so on commit) unless it is
 		// '': then the notifier does it after.
 
-		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
+		// $1 topic, $2 data, $3 channel.
 		enqueue: r.Replace(`WITH ins AS (
+				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
+			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
+		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
+		enqueueAt: r.Replace(`WITH ins AS (
 				INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz)) RETURNING id)
 			SELECT pg_notify($4, '') FROM ins WHERE $4 <> ''`),
 
@@ -115,23 +148,21 @@ func newStatements(table string) statements {
 				RETURNING id)
 			SELECT ins.id FROM ins LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '') n ON true`),
 
-		// $1 topic, $2 data[], $3 run_at, $4 channel.
+		// $1 topic, $2 data[], $3 channel.
 		enqueueBatch: r.Replace(`WITH ins AS (
-				INSERT INTO {T} (topic, data, run_at)
-				SELECT $1, u.d, greatest(now(), $3::timestamptz)
-				FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
+				INSERT INTO {R} (topic, data)
+				SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
 				RETURNING id)
-			SELECT pg_notify($4, '') WHERE $4 <> '' AND EXISTS (SELECT FROM ins)`),
+			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
 
 		// $1 channels: the notifier's round.
 		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
 
-		// $1 topic, $2 limit, $3 lease µs. RETURNING order is unspecified.
-		claim: r.Replace(fmt.Sprintf(claimSQL, "")),
-		// claim above the keyset floor $4, $5 (see topicState.claim).
-		claimFrom: r.Replace(fmt.Sprintf(claimSQL, "AND (run_at, id) > ($4::timestamptz, $5::bigint)")),
+		// See claimSQL and topicState.claim.
+		claim: r.Replace(claimSQL),
 
-		// $1 topic: when the next pending message is due.
+		// $1 topic: when the next pending message of the message table is
+		// due (the ready table's are all due).
 		nextRunAt: r.Replace(`SELECT min(run_at) FROM {T} WHERE topic = $1 AND status = 'pending'`),
 
 		// Settles many deliveries in one statement, each fenced by its

@@ -253,7 +253,12 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 		err = t.insert(ctx, &enqReq{data: [][]byte{data}, at: at, ch: ch, size: len(data)})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, at, ch)
+			var err error
+			if at.IsZero() {
+				_, err = ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, ch)
+			} else {
+				_, err = ex.ExecContext(ctx, ps.stmts.enqueueAt, st.name, data, at, ch)
+			}
 			return err
 		})
 	}
@@ -328,7 +333,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 		err = t.insert(ctx, &enqReq{data: items, ch: ch, size: size})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, time.Time{}, ch)
+			_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, ch)
 			return err
 		})
 	}

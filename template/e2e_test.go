@@ -94,7 +94,7 @@ func rowCounts(t *testing.T, db *bun.DB) map[string]int {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), `
 		SELECT convert_from(data, 'UTF8')::jsonb->>'type', status, count(*)
-		FROM conveyor_events GROUP BY 1, 2`)
+		FROM conveyor_events_all GROUP BY 1, 2`)
 	if err != nil {
 		t.Fatal(err)
 	}

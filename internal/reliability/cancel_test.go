@@ -89,7 +89,7 @@ func TestProducerCancellation(t *testing.T) {
 			}
 		}
 		if s.db != nil {
-			if err := s.db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE topic = 'cancel'").Scan(&want); err != nil {
+			if err := s.db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE topic = 'cancel'").Scan(&want); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -212,6 +212,7 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 			BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
 		`CREATE TRIGGER slow_insert BEFORE INSERT ON conveyor_events FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
+		`CREATE TRIGGER slow_insert BEFORE INSERT ON conveyor_events_ready FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
 	} {
 		if _, err := db.DB.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -232,7 +233,7 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 		ccancel()
 		time.Sleep(time.Second) // the server finishes the statement meanwhile
 		var n int
-		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE data = $1", []byte(c.data)).Scan(&n); err != nil {
+		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE data = $1", []byte(c.data)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		switch {
@@ -277,7 +278,7 @@ func TestAckCanceledMidStatement(t *testing.T) {
 	acancel()
 	time.Sleep(time.Second) // the server finishes the statement meanwhile
 	var status string
-	if err := db.DB.QueryRowContext(ctx, "SELECT status FROM conveyor_events WHERE data = 'a'").Scan(&status); err != nil {
+	if err := db.DB.QueryRowContext(ctx, "SELECT status FROM conveyor_events_all WHERE data = 'a'").Scan(&status); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Ack with a ctx ending mid-UPDATE: %v; the row is %s", err, status)

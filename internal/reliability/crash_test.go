@@ -75,7 +75,7 @@ func TestConsumerCrash(t *testing.T) {
 	for kills < crashKills {
 		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond)
 		var open int
-		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status <> 'finished'").Scan(&open); err != nil {
+		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE status <> 'finished'").Scan(&open); err != nil {
 			t.Fatal(err)
 		}
 		if open == 0 {

@@ -101,7 +101,7 @@ func dbCount(t testing.TB, db *bun.DB, topic string) (acked, dead, redeliveries,
 			count(DISTINCT data) FILTER (WHERE status = 'dead'),
 			coalesce(sum(attempts - 1) FILTER (WHERE status IN ('finished', 'dead')), 0),
 			count(*) - count(DISTINCT data)
-		FROM conveyor_events WHERE topic = $1`, topic).Scan(&acked, &dead, &redeliveries, &storedTwice)
+		FROM conveyor_events_all WHERE topic = $1`, topic).Scan(&acked, &dead, &redeliveries, &storedTwice)
 	if err != nil {
 		t.Fatalf("counting messages: %v", err)
 	}
@@ -116,7 +116,7 @@ func waitSettled(ctx context.Context, db *bun.DB, topic string, want int) error 
 		err := db.DB.QueryRowContext(ctx, `SELECT
 				count(DISTINCT data) FILTER (WHERE status IN ('finished', 'dead')),
 				count(*) FILTER (WHERE status IN ('pending', 'processing'))
-			FROM conveyor_events WHERE topic = $1`, topic).Scan(&settled, &open)
+			FROM conveyor_events_all WHERE topic = $1`, topic).Scan(&settled, &open)
 		if err == nil && settled >= want && open == 0 {
 			return nil
 		}

@@ -209,7 +209,7 @@ func TestCloseWithDeliveriesInHand(t *testing.T) {
 		}
 	}
 	var processing int
-	if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events WHERE status = 'processing'").Scan(&processing); err != nil {
+	if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE status = 'processing'").Scan(&processing); err != nil {
 		t.Fatal(err)
 	}
 	if processing != held {

@@ -1,0 +1,149 @@
+package dbpubsub_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// A message enqueued for now waits in the ready table; the claim moves it
+// into the message table under the same id, and a retry waits there.
+func TestReadyRowsMoveOnClaim(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, db := newStore(t)
+	ps := newPubSub(t, db, dbpubsub.Options{Retry: pubsub.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}})
+	tp := ps.Topic("move")
+	if err := tp.Enqueue(ctx, []byte("now")); err != nil {
+		t.Fatal(err)
+	}
+	var readyID int64
+	if err := db.QueryRowContext(ctx, `SELECT id FROM conveyor_events_ready WHERE data = 'now'`).Scan(&readyID); err != nil {
+		t.Fatalf("the message enqueued for now is not in the ready table: %v", err)
+	}
+	if n := countMain(t, db, "true"); n != 0 {
+		t.Fatalf("%d rows in the message table before any claim, want 0", n)
+	}
+
+	m, err := tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID() != strconv.FormatInt(readyID, 10) || string(m.Data()) != "now" {
+		t.Fatalf("Dequeue = %s %q, want %d %q", m.ID(), m.Data(), readyID, "now")
+	}
+	if n := countRows(t, db, "true"); n != 1 {
+		t.Fatalf("%d rows in all after the claim, want 1 (moved, not copied)", n)
+	}
+	if n := countMain(t, db, fmt.Sprintf("id = %d AND status = 'processing' AND attempts = 1", readyID)); n != 1 {
+		t.Fatal("the claimed row is not in the message table as processing, attempt 1")
+	}
+	if err := m.Nack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err = tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID() != strconv.FormatInt(readyID, 10) || pubsub.Attempt(m) != 2 {
+		t.Fatalf("redelivery = %s attempt %d, want %d attempt 2", m.ID(), pubsub.Attempt(m), readyID)
+	}
+	if err := m.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countMain(t, db, fmt.Sprintf("id = %d AND status = 'finished'", readyID)); n != 1 {
+		t.Fatal("the acked row is not finished in the message table")
+	}
+}
+
+// One claim takes both kinds of rows: pending rows of the message table
+// (delayed, retried) and the ready table's, each once.
+func TestClaimTakesBothTables(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, db := newStore(t)
+	ps := newPubSub(t, db, dbpubsub.Options{ClaimBatch: 8})
+	tp := ps.Topic("both").(*dbpubsub.Topic)
+	want := map[string]bool{}
+	for i := range 10 {
+		d := fmt.Sprint("at-", i)
+		if err := tp.EnqueueAt(ctx, []byte(d), time.Now().Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		want[d] = true
+		d = fmt.Sprint("now-", i)
+		if err := tp.Enqueue(ctx, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+		want[d] = true
+	}
+	if n := countMain(t, db, "status = 'pending'"); n != 10 {
+		t.Fatalf("%d pending rows in the message table, want the 10 enqueued with a time", n)
+	}
+	for len(want) > 0 {
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatalf("Dequeue with %d left: %v", len(want), err)
+		}
+		if !want[string(m.Data())] {
+			t.Fatalf("got %q twice or unexpectedly", m.Data())
+		}
+		delete(want, string(m.Data()))
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countRows(t, db, "status <> 'finished'"); n != 0 {
+		t.Fatalf("%d rows unfinished, want 0", n)
+	}
+}
+
+// A message whose transaction commits after later ones were claimed (its
+// id is below the claim's floor) is delivered all the same.
+func TestLateCommitBelowFloor(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, db := newStore(t)
+	ps := newPubSub(t, db, dbpubsub.Options{ClaimBatch: 4})
+	tp := ps.Topic("late")
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := dbpubsub.EnqueueTx(ctx, tp, tx, []byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := tp.Enqueue(ctx, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20 {
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatalf("the message committed late never came: %v", err)
+	}
+	if string(m.Data()) != "late" {
+		t.Fatalf("got %q, want %q", m.Data(), "late")
+	}
+}
