@@ -25,6 +25,9 @@ import (
 type PubSub struct {
 	db    *bun.DB
 	sqldb *sql.DB
+	// pgx: sqldb's driver is pgx's, which takes the execution mode of a
+	// statement as an argument (see PubSub.planned).
+	pgx   bool
 	opts  Options
 	stmts statements
 
@@ -77,6 +80,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	ps := &PubSub{
 		db:         db,
 		sqldb:      db.DB,
+		pgx:        isPgx(db.DB),
 		opts:       o,
 		stmts:      newStatements(o.Table),
 		topics:     make(map[string]*topicState),

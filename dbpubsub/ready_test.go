@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +146,54 @@ func TestLateCommitBelowFloor(t *testing.T) {
 	}
 	if string(m.Data()) != "late" {
 		t.Fatalf("got %q, want %q", m.Data(), "late")
+	}
+}
+
+// The statements whose plans depend on how big the message table is are
+// planned at each execution, not prepared once: the table fills from empty
+// as claims move rows into it, and a plan kept from its first seconds
+// scans it whole (see PubSub.planned).
+func TestTableSizeDependentStatementsAreNotPrepared(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dsn, _ := newStore(t)
+	db := openDB(t, dsn)
+	db.SetMaxOpenConns(1) // every statement on the connection looked at below
+	ps := newPubSub(t, db, dbpubsub.Options{NoListen: true, Prefetch: 1, ClaimBatch: 1})
+	tp := ps.Topic("plans")
+	for i := range 10 { // PostgreSQL settles on a generic plan after 5
+		if err := tp.Enqueue(ctx, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.QueryContext(ctx, `SELECT statement FROM pg_prepared_statements`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	prepared := 0
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		prepared++
+		if strings.Contains(s, "FOR UPDATE SKIP LOCKED") || strings.Contains(s, "unnest($1::bigint[], $2::bigint[], $3::text[]") {
+			t.Errorf("the claim or the settle is a prepared statement:\n%s", s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if prepared == 0 {
+		t.Fatal("no prepared statement at all on the connection: the test looks at the wrong one")
 	}
 }
