@@ -322,7 +322,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	if st.floorID != 0 && !time.Now().Before(st.floorUntil) {
 		st.floorID = 0
 	}
-	rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, ps.planned(st.name, n, ps.opts.Lease.Microseconds(), st.floorID)...)
+	rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floorID)
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}
@@ -330,6 +330,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	now := time.Now()
 	var out []*delivery
 	var top int64 // the highest ready row claimed
+	moved := 0
 	for rows.Next() {
 		d := &delivery{leased: now}
 		var ready bool
@@ -338,12 +339,14 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		}
 		if ready {
 			top = max(top, d.id)
+			moved++
 		}
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}
+	ps.noteMoved(moved)
 	sortDeliveries(out)
 	switch {
 	case len(out) < n:
@@ -361,7 +364,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 func (st *topicState) nextRunAt() (time.Time, bool, error) {
 	ps := st.ps
 	var next sql.NullTime
-	if err := ps.sqldb.QueryRowContext(ps.ctx, ps.stmts.nextRunAt, ps.planned(st.name)...).Scan(&next); err != nil {
+	if err := ps.sqldb.QueryRowContext(ps.ctx, ps.stmts.nextRunAt, st.name).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("dbpubsub: next due message on topic %q: %w", st.name, err)
 	}
 	return next.Time, next.Valid, nil
@@ -376,7 +379,7 @@ func (st *topicState) handOut(ctx context.Context, d *delivery) *message {
 		if err := ps.begin(); err != nil {
 			return nil
 		}
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.extend, ps.planned(d.id, d.token, ps.opts.Lease.Microseconds())...)
+		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.extend, d.id, d.token, ps.opts.Lease.Microseconds())
 		ps.end()
 		if err != nil {
 			// Give it back rather than leave it leased to nobody.
@@ -411,7 +414,7 @@ func (st *topicState) renewBuffered() {
 	start := time.Now()
 	renewed := make(map[int64]bool, len(ids))
 	err := func() error {
-		rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.renew, ps.planned(ids, tokens, ps.opts.Lease.Microseconds())...)
+		rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.renew, ids, tokens, ps.opts.Lease.Microseconds())
 		if err != nil {
 			return err
 		}
@@ -488,7 +491,7 @@ func (st *topicState) release(ds []*delivery) {
 	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.CloseTimeout)
 	defer cancel()
 	ch, _ := st.channel(ctx) // known: rows were claimed
-	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.release, ps.planned(ids, tokens, ch)...); err != nil {
+	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.release, ids, tokens, ch); err != nil {
 		ps.opts.Logger.Warn("dbpubsub: giving back claimed messages failed; they come back when their lease runs out",
 			"topic", st.name, "count", len(ds), "err", err)
 	}

@@ -39,7 +39,7 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 	}
 	var topics []string
 	for {
-		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.rescue, ps.planned(rescueBatch, ps.opts.Retry.MaxAttempts, channelPrefix, q)...)
+		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.rescue, rescueBatch, ps.opts.Retry.MaxAttempts, channelPrefix, q)
 		if err != nil {
 			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 		}
@@ -74,7 +74,7 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.planned(ps.opts.Retention.Microseconds(), DefaultPruneBatch)...)
+		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), DefaultPruneBatch)
 		if err != nil {
 			return total, fmt.Errorf("dbpubsub: prune: %w", err)
 		}

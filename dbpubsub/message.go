@@ -135,7 +135,7 @@ func (m *message) extend(ctx context.Context, d time.Duration) error {
 	defer ps.end()
 	var n int64
 	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
-		res, err := ex.ExecContext(ctx, ps.stmts.extend, ps.planned(m.d.id, m.d.token, d.Microseconds())...)
+		res, err := ex.ExecContext(ctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
 		if err != nil {
 			return err
 		}

@@ -25,9 +25,6 @@ import (
 type PubSub struct {
 	db    *bun.DB
 	sqldb *sql.DB
-	// pgx: sqldb's driver is pgx's, which takes the execution mode of a
-	// statement as an argument (see PubSub.planned).
-	pgx   bool
 	opts  Options
 	stmts statements
 
@@ -43,7 +40,8 @@ type PubSub struct {
 	cancel     context.CancelFunc // cancels background statements
 	listenCtx  context.Context
 	stopListen context.CancelFunc
-	loops      sync.WaitGroup // fetchers, rescuer, pruner, listener
+	loops      sync.WaitGroup // fetchers, rescuer, pruner, listener, analyses
+	young      youngTable
 	settler    sync.WaitGroup
 	settleCh   chan *settleReq
 	settleStop chan struct{}
@@ -80,7 +78,6 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	ps := &PubSub{
 		db:         db,
 		sqldb:      db.DB,
-		pgx:        isPgx(db.DB),
 		opts:       o,
 		stmts:      newStatements(o.Table),
 		topics:     make(map[string]*topicState),
@@ -93,6 +90,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		notifyKick:    make(chan struct{}, 1),
 	}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
+	ps.young.next.Store(youngFirstAnalyze)
 	ps.listenCtx, ps.stopListen = context.WithCancel(context.Background())
 	for range settlers {
 		ps.settler.Add(1)

@@ -236,7 +236,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.StatementTimeout)
 	defer cancel()
 	err := func() error {
-		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.settle, ps.planned(ids, tokens, statuses, delays, reasons)...)
+		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.settle, ids, tokens, statuses, delays, reasons)
 		if err != nil {
 			return err
 		}

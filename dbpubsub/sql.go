@@ -2,12 +2,8 @@ package dbpubsub
 
 import (
 	"crypto/md5"
-	"database/sql"
 	"encoding/hex"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Row states, as stored in the status column.
@@ -104,30 +100,6 @@ const claimSQL = `WITH m AS MATERIALIZED (
 // each id up in the primary key. A sub-select is opaque to the planner's
 // index matching, so only the primary key serves these joins.
 const processingByID = "(SELECT 'processing')"
-
-// planned returns args for a statement that must be planned for the
-// table as it is now: on pgx's driver, preceded by
-// pgx.QueryExecModeCacheDescribe, which caches the statement's
-// description but not its plan. pgx's default caches prepared statements,
-// and after five executions PostgreSQL keeps a generic plan until the
-// table's statistics change. The message table starts empty (messages
-// for now wait in the ready table) and fills as claims move rows into it;
-// a generic plan made in its first seconds scans it whole, and autovacuum
-// analyzes it only a minute later: a drain of 20,000 messages on a new
-// table went from 6,000 to 2,300 msgs/s. Planning costs ~0.3 ms per claim.
-// Other drivers (lib/pq) do not keep plans of parameterised statements.
-func (ps *PubSub) planned(args ...any) []any {
-	if !ps.pgx {
-		return args
-	}
-	return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
-}
-
-// isPgx tells whether db's driver is pgx's database/sql driver.
-func isPgx(db *sql.DB) bool {
-	_, ok := db.Driver().(*stdlib.Driver)
-	return ok
-}
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 

@@ -50,8 +50,7 @@ func TestChannelNameMatchesSQL(t *testing.T) {
 
 // The statements that find delivered rows by an array of ids must look
 // each one up in the primary key, also in the generic plan of a prepared
-// statement (pgx's statement cache got them before PubSub.planned, and a
-// driver that prepares statements still may): a scan of the lease index
+// statement (which pgx's statement cache gets): a scan of the lease index
 // reads every row leased in the last lease period. The claim must scan
 // neither table.
 func TestByIDStatementsUsePrimaryKey(t *testing.T) {

@@ -24,5 +24,9 @@
 //
 // The tables are created in the first schema of the connection's
 // search_path. The message table is named DefaultTable unless WithTable
-// says otherwise (it must then match dbpubsub's Options.Table).
+// says otherwise (it must then match dbpubsub's Options.Table). Migration
+// 0002 adds beside it <table>_ready, where messages for now wait until
+// their first claim, and the view <table>_all over both. A process that
+// predates 0002 neither reads nor writes the ready table: upgrade the
+// consumers first, or all processes at once.
 package migrations
