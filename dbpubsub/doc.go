@@ -81,13 +81,19 @@
 //     now() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED), served by
 //     a partial index), then, up to n, the ready table's first rows by id,
 //     which it deletes there and inserts into the message table as
-//     processing, under the same id. One goroutine per topic and PubSub claims, per round
-//     trip, one row per Dequeue call waiting plus Options.Prefetch, hands
-//     them to the waiting calls in order and keeps the rest in a bounded
-//     buffer (Options.ClaimBatch). The leases of buffered rows are renewed
-//     once a quarter spent (while they wait, and again when handed out), so
-//     none runs out unseen; rows nobody asks for are given back (as if never
-//     claimed) within 50 ms, and on Close.
+//     processing, under the same id. One goroutine per topic and PubSub
+//     claims, per round trip, one row per Dequeue call waiting plus
+//     Options.Prefetch, hands them to the waiting calls in order and keeps
+//     the rest in a bounded buffer (Options.ClaimBatch). The leases of
+//     buffered rows are renewed once a quarter spent (while they wait, and
+//     again when handed out), so none runs out unseen; rows nobody asks for
+//     are given back (as if never claimed) within 50 ms, and on Close.
+//   - Plans: a new message table is empty until claims move rows into
+//     it, and the plans PostgreSQL keeps for prepared statements would scan
+//     it whole; a PubSub runs ANALYZE on it when its claims have moved
+//     1,000, 10,000 and 100,000 rows (unless it holds ten times as many),
+//     which makes PostgreSQL plan again. Without the right to ANALYZE (the
+//     table's owner has it), autovacuum does it within a minute or so.
 //   - Wake-up: a NOTIFY on a channel derived from the schema-qualified
 //     table and the topic (hashed: channels are per database and at most 63
 //     bytes). An enqueue in a caller's transaction (WithTx, EnqueueTx)
