@@ -539,8 +539,10 @@ func machine() map[string]string {
 }
 
 // scenarioNotes says what each column measures, for BENCHMARKS.md.
-const scenarioNotes = `1. **enqueue**: N messages, one call each, from W goroutines; messages per second.
-2. **batch enqueue**: N messages in calls of the batch size, from W goroutines, where the system has a batch API.
+const scenarioNotes = `1. **enqueue**: N messages, one call each, from W goroutines; messages per second. Each goroutine first
+   makes one untimed call, so that connections and prepared statements are set up before the clock runs.
+2. **batch enqueue**: N messages in calls of the batch size, from W goroutines, where the system has a batch API;
+   each goroutine first makes one untimed call of the batch size, as in 1.
 3. **drain**: N messages already enqueued (untimed), then consumed and acknowledged by W workers; the clock runs
    from starting the consumers until the last message is settled (for River: reported completed by its
    subscription, as its own benchmark counts).
