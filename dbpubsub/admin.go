@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -169,7 +170,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	// finished rows kept for the retention period are never scanned. Ready
 	// messages are the ready table's rows and the message table's due
 	// pending ones; the ready table's oldest is its first by id.
-	tbl, rdy, name := ps.table(), bun.Ident(readyTable(ps.opts.Table)), t.st.name
+	tbl, rdy, name := ps.table(), bun.Ident(migrations.ReadyTable(ps.opts.Table)), t.st.name
 	err := ps.db.NewRaw(`SELECT
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()) +
 			(SELECT count(*) FROM ? WHERE topic = ?),

@@ -4,6 +4,8 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"strings"
+
+	"github.com/conveyorgo/conveyor/migrations"
 )
 
 // Row states, as stored in the status column.
@@ -103,14 +105,9 @@ const processingByID = "(SELECT 'processing')"
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// readyTable is the name of the ready table of the message table table:
-// the messages enqueued for delivery at once, not yet claimed (migration
-// 0002).
-func readyTable(table string) string { return table + "_ready" }
-
 func newStatements(table string) statements {
 	t := quoteIdent(table)
-	r := strings.NewReplacer("{T}", t, "{R}", quoteIdent(readyTable(table)), "{PROCESSING}", processingByID)
+	r := strings.NewReplacer("{T}", t, "{R}", quoteIdent(migrations.ReadyTable(table)), "{PROCESSING}", processingByID)
 	return statements{
 		// The schema-qualified name of the table found in the search_path.
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c

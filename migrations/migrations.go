@@ -71,6 +71,16 @@ func ValidateTable(name string) error {
 // own migrations table, so both can use bun's migrate.
 func MigrationsTable(table string) string { return table + "_migrations" }
 
+// ReadyTable is the name of the table beside the message table named
+// table where messages for delivery at once wait until their first claim
+// (migration 0002).
+func ReadyTable(table string) string { return table + "_ready" }
+
+// AllView is the name of the view that shows every message of the message
+// table named table, wherever it is stored, in the message table's columns
+// (migration 0002).
+func AllView(table string) string { return table + "_all" }
+
 func newConfig(opts []Option) (config, error) {
 	c := config{table: DefaultTable}
 	for _, o := range opts {

@@ -77,7 +77,7 @@ func NextUnfinished(ctx context.Context, tp pubsub.Topic, db *bun.DB, patience t
 			return m, err
 		}
 		var left int
-		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM "+dbpubsub.DefaultTable+"_all WHERE status <> 'finished'").Scan(&left); err != nil {
+		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM "+migrations.AllView(dbpubsub.DefaultTable)+" WHERE status <> 'finished'").Scan(&left); err != nil {
 			return nil, err
 		}
 		if left == 0 {
