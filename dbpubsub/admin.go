@@ -8,7 +8,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -162,25 +161,30 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	if err := ps.Flush(ctx); err != nil {
 		return pubsub.Stats{}, err
 	}
+	m, err := t.st.lookup(ctx)
+	if err != nil {
+		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)
+	}
 	var r struct {
 		Ready, Scheduled, Processing, Dead int64
 		OldestReadyUS                      float64
 	}
 	// One sub-query per state, each served by an index, so that the
 	// finished rows kept for the retention period are never scanned. Ready
-	// messages are the ready table's rows and the message table's due
-	// pending ones; the ready table's oldest is its first by id.
-	tbl, rdy, name := ps.table(), bun.Ident(migrations.ReadyTable(ps.opts.Table)), t.st.name
-	err := ps.db.NewRaw(`SELECT
+	// messages are the rows of the topic's ready table and the message
+	// table's due pending ones; the ready table's oldest is its first by
+	// id.
+	tbl, rdy, name := ps.table(), bun.Safe(m.ready), t.st.name
+	err = ps.db.NewRaw(`SELECT
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()) +
-			(SELECT count(*) FROM ? WHERE topic = ?),
+			(SELECT count(*) FROM ?),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at > now()),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'processing'),
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'dead'),
 		coalesce((SELECT extract(epoch FROM now() - least(
 			(SELECT min(run_at) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()),
-			(SELECT created_at FROM ? WHERE topic = ? ORDER BY id LIMIT 1))) * 1e6), 0)`,
-		tbl, name, rdy, name, tbl, name, tbl, name, tbl, name, tbl, name, rdy, name).
+			(SELECT created_at FROM ? ORDER BY id LIMIT 1))) * 1e6), 0)`,
+		tbl, name, rdy, tbl, name, tbl, name, tbl, name, tbl, name, rdy).
 		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
 	if err != nil {
 		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)

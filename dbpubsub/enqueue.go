@@ -49,9 +49,9 @@ type enqReq struct {
 	data  [][]byte
 	at    time.Time // zero: now
 	size  int       // bytes of data
-	ch    string    // the topic's notification channel
-	state enqState  // guarded by the enqGroup's mu
-	err   error     // the outcome, set before state becomes enqDone
+	meta  *topicMeta
+	state enqState // guarded by the enqGroup's mu
+	err   error    // the outcome, set before state becomes enqDone
 	ready chan struct{}
 }
 
@@ -81,7 +81,7 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 			return t.insertRows(ctx, ex, []*enqReq{r})
 		})
 		if err == nil {
-			t.st.committed(nil, r.ch)
+			t.st.committed(nil, r.meta.ch)
 		}
 		return err
 	}
@@ -153,7 +153,7 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	conn.Close()
 	for _, q := range group {
 		if q.err == nil {
-			t.st.committed(nil, r.ch)
+			t.st.committed(nil, r.meta.ch)
 			break
 		}
 	}
@@ -228,7 +228,7 @@ func (g *enqGroup) handOff() {
 // insertRows inserts the rows of group in one statement, in order.
 func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) error {
 	st := t.st
-	stmts := &st.ps.stmts
+	stmts, ready := &st.ps.stmts, &group[0].meta.stmts
 	rows, delayed := 0, false
 	for _, q := range group {
 		rows += len(q.data)
@@ -237,11 +237,11 @@ func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) erro
 	var err error
 	switch {
 	case rows == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, stmts.insert, st.name, group[0].data[0])
+		_, err = ex.ExecContext(ctx, ready.insert, st.name, group[0].data[0])
 	case rows == 1:
 		_, err = ex.ExecContext(ctx, stmts.insertAt, st.name, group[0].data[0], group[0].at)
 	case len(group) == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, stmts.insertMany, st.name, group[0].data)
+		_, err = ex.ExecContext(ctx, ready.insertMany, st.name, group[0].data)
 	default:
 		data := make([][]byte, 0, rows)
 		var at []time.Time
@@ -259,7 +259,7 @@ func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) erro
 		if delayed {
 			_, err = ex.ExecContext(ctx, stmts.insertManyAt, st.name, data, at)
 		} else {
-			_, err = ex.ExecContext(ctx, stmts.insertMany, st.name, data)
+			_, err = ex.ExecContext(ctx, ready.insertMany, st.name, data)
 		}
 	}
 	return err

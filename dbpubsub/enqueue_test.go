@@ -46,6 +46,16 @@ func newGroupFixture(t *testing.T) *groupFixture {
 	return f
 }
 
+// readyTable is the name of the fixture topic's ready table.
+func (f *groupFixture) readyTable() string {
+	f.t.Helper()
+	m, err := f.tp.st.lookup(f.ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m.ready
+}
+
 func (f *groupFixture) exec(q string) {
 	f.t.Helper()
 	if _, err := f.db.DB.ExecContext(f.ctx, q); err != nil {
@@ -145,7 +155,7 @@ func TestEnqueueGroupsConcurrentCalls(t *testing.T) {
 	f.exec(`CREATE TABLE statements (n int)`)
 	f.exec(`CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN INSERT INTO statements VALUES (1); RETURN NULL; END $$`)
-	for _, table := range []string{"conveyor_events", "conveyor_events_ready"} {
+	for _, table := range []string{"conveyor_events", f.readyTable()} {
 		f.exec(`CREATE TRIGGER count_statement AFTER INSERT ON ` + table + `
 			FOR EACH STATEMENT EXECUTE FUNCTION count_statement()`)
 	}
@@ -204,7 +214,7 @@ func TestEnqueueGroupRejectedRows(t *testing.T) {
 	f := newGroupFixture(t)
 	f.exec(`CREATE FUNCTION reject_bad() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.data = 'bad' THEN RAISE EXCEPTION 'bad payload'; END IF; RETURN NEW; END $$`)
-	for _, table := range []string{"conveyor_events", "conveyor_events_ready"} {
+	for _, table := range []string{"conveyor_events", f.readyTable()} {
 		f.exec(`CREATE TRIGGER reject_bad BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION reject_bad()`)
 	}
 

@@ -4,12 +4,17 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -29,7 +34,7 @@ type topicState struct {
 	ps   *PubSub
 	name string
 
-	chanName atomic.Pointer[string]
+	meta atomic.Pointer[topicMeta] // once looked up
 
 	mu       sync.Mutex
 	buf      []*delivery // claimed, not handed out, oldest first
@@ -135,16 +140,50 @@ func (st *topicState) closedErr() error {
 // channel returns the topic's notification channel, looking up the
 // table's schema on first use.
 func (st *topicState) channel(ctx context.Context) (string, error) {
-	if ch := st.chanName.Load(); ch != nil {
-		return *ch, nil
-	}
-	q, err := st.ps.qualifiedTable(ctx)
+	m, err := st.lookup(ctx)
 	if err != nil {
 		return "", err
 	}
-	ch := channelName(q, st.name)
-	st.chanName.Store(&ch)
-	return ch, nil
+	return m.ch, nil
+}
+
+// topicMeta is what a topic's statements need from the database: its
+// notification channel and its ready table (migration 0003).
+type topicMeta struct {
+	ch    string
+	ready string // the ready table's schema-qualified, quoted name
+	stmts readyStatements
+}
+
+// lookup returns st's topicMeta, looking it up once, which creates the
+// topic's ready table on the topic's first use in the database. It wraps
+// migrations.ErrNotMigrated when the schema lacks the message table or
+// migration 0003.
+func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
+	if m := st.meta.Load(); m != nil {
+		return m, nil
+	}
+	ps := st.ps
+	q, err := ps.qualifiedTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The function is created in the message table's schema. No lock
+	// while querying, as in qualifiedTable: concurrent look-ups find the
+	// same table.
+	fn := quoteIdent(q[:strings.LastIndexByte(q, '.')]) + "." + quoteIdent(migrations.ReadyTableFunc(ps.opts.Table))
+	var ready string
+	err = ps.sqldb.QueryRowContext(ctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
+		return nil, fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the ready table of topic %q: %w", st.name, err)
+	}
+	m := &topicMeta{ch: channelName(q, st.name), ready: ready, stmts: newReadyStatements(ps.opts.Table, ready)}
+	st.meta.Store(m)
+	return m, nil
 }
 
 // wake tells the fetcher that a message may have become ready.
@@ -322,7 +361,8 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	if st.floorID != 0 && !time.Now().Before(st.floorUntil) {
 		st.floorID = 0
 	}
-	rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floorID)
+	// The fetcher claims only once lookup succeeded.
+	rows, err := ps.sqldb.QueryContext(ps.ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floorID)
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/migrations"
@@ -755,7 +756,7 @@ func TestEnqueueCanceledWhileRunning(t *testing.T) {
 		// sent, the moment where giving up makes a phantom.
 		`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON conveyor_events
 			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
-		`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON conveyor_events_ready
+		`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ` + dbpubsubtest.ReadyTable(t, db, "slow") + `
 			DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {

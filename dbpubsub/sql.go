@@ -4,8 +4,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"strings"
-
-	"github.com/conveyorgo/conveyor/migrations"
 )
 
 // Row states, as stored in the status column.
@@ -37,16 +35,11 @@ func channelName(qualified, topic string) string {
 // parameters; durations are passed in microseconds.
 type statements struct {
 	resolve      string
-	insert       string
 	insertAt     string
-	insertMany   string
 	insertManyAt string
-	enqueue      string
 	enqueueAt    string
-	enqueueBatch string
 	notify       string
 	enqueueUniq  string
-	claim        string
 	nextRunAt    string
 	settle       string
 	extend       string
@@ -58,9 +51,9 @@ type statements struct {
 
 // claimSQL takes up to $2 ready messages of topic $1 for a lease of $3
 // µs: first the due pending rows of the message table (delayed, retried,
-// given back, unique), oldest first, then, for the rest, the ready table's
-// rows above id $4 (the claim's keyset floor; 0 for all) in id order,
-// moved into the message table as processing. The last column tells the
+// given back, unique), oldest first, then, for the rest, the rows of the
+// topic's ready table above id $4 (the claim's keyset floor; 0 for all) in
+// id order, moved into the message table as processing. The last column tells the
 // moved rows. RETURNING order is unspecified. The rows taken are found
 // again by id = ANY (ARRAY(…)), an index condition in any plan: as a join,
 // pgx's generic plan hashed the whole ready table on every claim.
@@ -76,11 +69,11 @@ const claimSQL = `WITH m AS MATERIALIZED (
 		RETURNING t.id, t.data, t.attempts, t.token, t.run_at),
 	r AS MATERIALIZED (
 		SELECT id FROM {R}
-		WHERE topic = $1 AND id > $4
+		WHERE id > $4
 		ORDER BY id LIMIT greatest($2 - (SELECT count(*) FROM m), 0)
 		FOR UPDATE SKIP LOCKED),
 	rd AS (
-		DELETE FROM {R} WHERE topic = $1 AND id = ANY (ARRAY(SELECT id FROM r))
+		DELETE FROM {R} WHERE id = ANY (ARRAY(SELECT id FROM r))
 		RETURNING id, data, created_at),
 	ri AS (
 		INSERT INTO {T} (id, topic, data, status, run_at, attempts, token, lease_until, created_at)
@@ -107,22 +100,19 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 func newStatements(table string) statements {
 	t := quoteIdent(table)
-	r := strings.NewReplacer("{T}", t, "{R}", quoteIdent(migrations.ReadyTable(table)), "{PROCESSING}", processingByID)
+	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)
 	return statements{
 		// The schema-qualified name of the table found in the search_path.
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
 
-		// The enqueues outside a caller's transaction (enqueue.go); the
+		// The delayed enqueues outside a caller's transaction
+		// (enqueue.go; those for now are in readyStatements); the
 		// notifier tells the other processes after (notify.go). $1 topic,
 		// $2 data, or data[] in the order given; $3 run_at, or run_at[]
-		// (a past time means now). Messages for now go to the ready
-		// table, delayed ones to the message table.
-		insert:   r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
+		// (a past time means now).
 		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz))`),
-		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
-			SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n`),
 		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at)
 			SELECT $1, u.d, greatest(now(), u.r) FROM unnest($2::bytea[], $3::timestamptz[]) WITH ORDINALITY AS u(d, r, n) ORDER BY u.n`),
 
@@ -130,10 +120,6 @@ func newStatements(table string) statements {
 		// notify channel $n in the statement (so on commit) unless it is
 		// '': then the notifier does it after.
 
-		// $1 topic, $2 data, $3 channel.
-		enqueue: r.Replace(`WITH ins AS (
-				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
-			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
 		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
 		enqueueAt: r.Replace(`WITH ins AS (
 				INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz)) RETURNING id)
@@ -147,18 +133,8 @@ func newStatements(table string) statements {
 				RETURNING id)
 			SELECT ins.id FROM ins LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '') n ON true`),
 
-		// $1 topic, $2 data[], $3 channel.
-		enqueueBatch: r.Replace(`WITH ins AS (
-				INSERT INTO {R} (topic, data)
-				SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
-				RETURNING id)
-			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
-
 		// $1 channels: the notifier's round.
 		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
-
-		// See claimSQL and topicState.claim.
-		claim: r.Replace(claimSQL),
 
 		// $1 topic: when the next pending message of the message table is
 		// due (the ready table's are all due).
@@ -223,5 +199,47 @@ func newStatements(table string) statements {
 		prune: r.Replace(`DELETE FROM {T} WHERE id IN (
 				SELECT id FROM {T} WHERE status = 'finished' AND finished_at < now() - $1 * interval '1 microsecond'
 				LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+	}
+}
+
+// readyStatements are the statements on one topic's ready table (migration
+// 0003), built once the table is found: the enqueues of messages for now
+// and the claim. The table's only index is its primary key on id, so an
+// enqueue costs about what an insert into a bare (id, data) table costs.
+type readyStatements struct {
+	insert       string
+	insertMany   string
+	enqueue      string
+	enqueueBatch string
+	claim        string
+}
+
+// newReadyStatements builds the statements on ready, the schema-qualified
+// and quoted name of a topic's ready table, beside the message table named
+// table.
+func newReadyStatements(table, ready string) readyStatements {
+	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready)
+	return readyStatements{
+		// Outside a caller's transaction (enqueue.go): the notifier tells
+		// the other processes after (notify.go). $1 topic, $2 data, or
+		// data[] in the order given.
+		insert: r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
+		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
+			SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n`),
+
+		// In a caller's transaction: notify channel $3 in the statement
+		// (so on commit) unless it is ''. $1 topic, $2 data.
+		enqueue: r.Replace(`WITH ins AS (
+				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
+			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
+		// $1 topic, $2 data[], $3 channel.
+		enqueueBatch: r.Replace(`WITH ins AS (
+				INSERT INTO {R} (topic, data)
+				SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n
+				RETURNING id)
+			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
+
+		// See claimSQL and topicState.claim.
+		claim: r.Replace(claimSQL),
 	}
 }

@@ -238,7 +238,7 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 			return err
 		}
 	}
-	ch, err := st.channel(ctx)
+	m, err := st.lookup(ctx)
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
 	}
@@ -250,14 +250,14 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 		data = []byte{} // NULL is not a payload
 	}
 	if idb == nil {
-		err = t.insert(ctx, &enqReq{data: [][]byte{data}, at: at, ch: ch, size: len(data)})
+		err = t.insert(ctx, &enqReq{data: [][]byte{data}, at: at, meta: m, size: len(data)})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
 			var err error
 			if at.IsZero() {
-				_, err = ex.ExecContext(ctx, ps.stmts.enqueue, st.name, data, ch)
+				_, err = ex.ExecContext(ctx, m.stmts.enqueue, st.name, data, m.ch)
 			} else {
-				_, err = ex.ExecContext(ctx, ps.stmts.enqueueAt, st.name, data, at, ch)
+				_, err = ex.ExecContext(ctx, ps.stmts.enqueueAt, st.name, data, at, m.ch)
 			}
 			return err
 		})
@@ -321,7 +321,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 			return err
 		}
 	}
-	ch, err := st.channel(ctx)
+	m, err := st.lookup(ctx)
 	if err != nil {
 		return ctxErr(ctx, fmt.Errorf("dbpubsub: batch enqueue on topic %q: %w", st.name, err))
 	}
@@ -330,10 +330,10 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 	}
 	defer ps.end()
 	if idb == nil {
-		err = t.insert(ctx, &enqReq{data: items, ch: ch, size: size})
+		err = t.insert(ctx, &enqReq{data: items, meta: m, size: size})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, ps.stmts.enqueueBatch, st.name, items, ch)
+			_, err := ex.ExecContext(ctx, m.stmts.enqueueBatch, st.name, items, m.ch)
 			return err
 		})
 	}

@@ -29,4 +29,14 @@
 // their first claim, and the view <table>_all over both. A process that
 // predates 0002 neither reads nor writes the ready table: upgrade the
 // consumers first, or all processes at once.
+//
+// Migration 0003 gives each topic a ready table of its own, a child of
+// <table>_ready (table inheritance) with one index, its primary key on id,
+// made on the topic's first use by the SQL function <table>_ready_table
+// (ReadyTableFunc) and numbered in the registry <table>_topics: topic t's
+// is <table>_ready_<n>. It moves the rows waiting in <table>_ready to their
+// topics' tables. Reading <table>_ready (and the view) still shows every
+// topic's rows, so processes older than 0003 keep claiming them, and a
+// trigger moves what they insert into <table>_ready to the topic's table.
+// Its down migration moves the rows back into <table>_ready.
 package migrations

@@ -4,11 +4,39 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 )
 
-// The down migration of the ready table puts the messages waiting there
+// runFile runs the statements of one embedded migration file for the
+// message table "jobs".
+func runFile(t *testing.T, db *bun.DB, name string) {
+	t.Helper()
+	sqlText, err := files.ReadFile("sql/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := strings.NewReplacer("{{.Table}}", `"jobs"`, "{{.Prefix}}", "jobs").Replace(string(sqlText))
+	for _, stmt := range strings.Split(q, "--bun:split") {
+		if _, err := db.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %s: %v", name, stmt, err)
+		}
+	}
+}
+
+func count(t *testing.T, db *bun.DB, q string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// The down migrations of the ready tables put the messages waiting there
 // back into the message table, as pending, under their ids.
 func TestReadyTableDownKeepsMessages(t *testing.T) {
 	ctx := context.Background()
@@ -19,29 +47,104 @@ func TestReadyTableDownKeepsMessages(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO jobs_ready (topic, data) VALUES ('t', 'a'), ('t', 'b')`); err != nil {
 		t.Fatal(err)
 	}
-	down, err := files.ReadFile("sql/0002_ready_table.tx.down.sql")
+	runFile(t, db, "0003_topic_ready_tables.tx.down.sql")
+	runFile(t, db, "0002_ready_table.tx.down.sql")
+	if n := count(t, db, `SELECT count(*) FROM jobs
+		WHERE status = 'pending' AND topic = 't' AND data IN ('a', 'b') AND run_at = created_at`); n != 2 {
+		t.Fatalf("%d of the 2 ready messages are pending in the message table after the down migrations", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM pg_class
+		WHERE relnamespace = current_schema()::regnamespace AND relname LIKE 'jobs\_ready%' OR relname IN ('jobs_all', 'jobs_topics')`); n != 0 {
+		t.Fatalf("%d of the ready tables, the registry and the view are still there", n)
+	}
+}
+
+// Migration 0003 moves the rows waiting in the shared ready table to their
+// topics' tables, and its down migration moves them back; a process older
+// than 0003, which inserts into the shared table, has its rows routed to
+// the topic's table.
+func TestTopicReadyTablesMoveRows(t *testing.T) {
+	ctx := context.Background()
+	_, db := pgtest.NewSchema(t)
+	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
+		t.Fatal(err)
+	}
+	// As an older process would.
+	if _, err := db.ExecContext(ctx, `INSERT INTO jobs_ready (topic, data) VALUES ('a', '1'), ('b', '2'), ('a', '3')`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if n := count(t, db, `SELECT count(*) FROM ONLY jobs_ready`); n != 0 {
+			t.Errorf("%s: %d rows in the shared ready table itself, want 0", when, n)
+		}
+		for topic, want := range map[string]int{"a": 2, "b": 1} {
+			var table string
+			if err := db.DB.QueryRowContext(ctx, `SELECT jobs_ready_table($1)`, topic).Scan(&table); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(t, db, `SELECT count(*) FROM `+table+` WHERE topic = '`+topic+`'`); n != want {
+				t.Errorf("%s: %d rows of topic %q in %s, want %d", when, n, topic, table, want)
+			}
+		}
+		if n := count(t, db, `SELECT count(*) FROM jobs_all WHERE status = 'pending'`); n != 3 {
+			t.Errorf("%s: the view shows %d pending messages, want 3", when, n)
+		}
+	}
+	check("inserted into the shared table")
+
+	runFile(t, db, "0003_topic_ready_tables.tx.down.sql")
+	if n := count(t, db, `SELECT count(*) FROM ONLY jobs_ready`); n != 3 {
+		t.Fatalf("after 0003's down migration, %d rows in the shared ready table, want 3", n)
+	}
+	runFile(t, db, "0003_topic_ready_tables.tx.up.sql")
+	check("after 0003 down and up again")
+}
+
+// A topic's ready table is created once, whoever asks first; its name does
+// not depend on the topic's spelling, and its rows can only be the topic's.
+func TestReadyTableFunc(t *testing.T) {
+	ctx := context.Background()
+	_, db := pgtest.NewSchema(t)
+	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
+		t.Fatal(err)
+	}
+	topic := `it's "a" topic; DROP TABLE jobs`
+	// The first call's transaction is open while the second call comes.
+	tx, err := db.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := strings.NewReplacer("{{.Table}}", `"jobs"`, "{{.Prefix}}", "jobs").Replace(string(down))
-	for _, stmt := range strings.Split(q, "--bun:split") {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	defer tx.Rollback()
+	var a string
+	if err := tx.QueryRowContext(ctx, `SELECT jobs_ready_table($1)`, topic).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan string, 1)
+	go func() {
+		var name string
+		if err := db.DB.QueryRowContext(ctx, `SELECT jobs_ready_table($1)`, topic).Scan(&name); err != nil {
+			t.Error(err)
 		}
-	}
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs
-		WHERE status = 'pending' AND topic = 't' AND data IN ('a', 'b') AND run_at = created_at`).Scan(&n); err != nil {
+		second <- name
+	}()
+	time.Sleep(100 * time.Millisecond) // let it wait on the first
+	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Fatalf("%d of the 2 ready messages are pending in the message table after the down migration", n)
+	if b := <-second; a != b || a == "" {
+		t.Fatalf("concurrent first calls gave %q and %q, want one table", a, b)
 	}
-	var gone bool
-	if err := db.QueryRowContext(ctx, `SELECT to_regclass('jobs_ready') IS NULL AND to_regclass('jobs_all') IS NULL`).Scan(&gone); err != nil {
+	if n := count(t, db, `SELECT count(*) FROM jobs_topics`); n != 1 {
+		t.Fatalf("%d topics registered, want 1", n)
+	}
+	if _, err := db.DB.ExecContext(ctx, `INSERT INTO `+a+` (topic, data) VALUES ($1, 'x')`, topic); err != nil {
 		t.Fatal(err)
 	}
-	if !gone {
-		t.Fatal("jobs_ready or jobs_all is still there")
+	if _, err := db.ExecContext(ctx, `INSERT INTO `+a+` (topic, data) VALUES ('another', 'x')`); err == nil {
+		t.Fatal("a row of another topic was accepted into the topic's ready table")
+	}
+	if n := count(t, db, `SELECT count(*) FROM jobs_ready WHERE data = 'x'`); n != 1 {
+		t.Fatalf("the ready table shows %d rows of the topic's, want 1", n)
 	}
 }

@@ -73,8 +73,19 @@ func MigrationsTable(table string) string { return table + "_migrations" }
 
 // ReadyTable is the name of the table beside the message table named
 // table where messages for delivery at once wait until their first claim
-// (migration 0002).
+// (migration 0002). Since migration 0003 each topic's rows are in a child
+// table of its own (see ReadyTableFunc); reading ReadyTable reads them
+// all.
 func ReadyTable(table string) string { return table + "_ready" }
+
+// ReadyTableFunc is the name of the SQL function that returns the
+// schema-qualified, quoted name of a topic's own ready table, a child of
+// ReadyTable(table), creating it on first use (migration 0003).
+func ReadyTableFunc(table string) string { return table + "_ready_table" }
+
+// TopicsTable is the name of the registry of the topics that have a ready
+// table of their own (migration 0003): topic t's is <table>_ready_<id>.
+func TopicsTable(table string) string { return table + "_topics" }
 
 // AllView is the name of the view that shows every message of the message
 // table named table, wherever it is stored, in the message table's columns

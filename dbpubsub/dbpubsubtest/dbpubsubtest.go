@@ -85,3 +85,17 @@ func NextUnfinished(ctx context.Context, tp pubsub.Topic, db *bun.DB, patience t
 		}
 	}
 }
+
+// ReadyTable returns the schema-qualified name of the table where topic's
+// messages for now wait until their first claim (in db's schema, beside
+// the default message table), creating it if the topic has none yet: for
+// tests that look into it or put a trigger on it.
+func ReadyTable(t testing.TB, db *bun.DB, topic string) string {
+	t.Helper()
+	var name string
+	q := "SELECT " + migrations.ReadyTableFunc(dbpubsub.DefaultTable) + "($1)"
+	if err := db.DB.QueryRowContext(context.Background(), q, topic).Scan(&name); err != nil {
+		t.Fatalf("ready table of topic %q: %v", topic, err)
+	}
+	return name
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -212,7 +213,7 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 			BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
 		`CREATE TRIGGER slow_insert BEFORE INSERT ON conveyor_events FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
-		`CREATE TRIGGER slow_insert BEFORE INSERT ON conveyor_events_ready FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
+		`CREATE TRIGGER slow_insert BEFORE INSERT ON ` + dbpubsubtest.ReadyTable(t, db, "phantom") + ` FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
 	} {
 		if _, err := db.DB.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
