@@ -2,12 +2,16 @@ package dbpubsub_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -197,5 +201,77 @@ func TestYoungTableIsAnalyzed(t *testing.T) {
 			t.Fatal("the message table was not analyzed after 1,100 rows moved into it")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Each topic's ready messages wait in a table of their own; a row that a
+// process older than migration 0003 inserts into the shared ready table is
+// routed to its topic's table and delivered.
+func TestTopicsHaveReadyTablesOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, db := newStore(t)
+	ps := newPubSub(t, db, dbpubsub.Options{})
+	a, b := ps.Topic("a"), ps.Topic("b")
+	if err := pubsub.EnqueueBatch(ctx, a, [][]byte{[]byte("a1"), []byte("a2")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Enqueue(ctx, []byte("b1")); err != nil {
+		t.Fatal(err)
+	}
+	tableA, tableB := dbpubsubtest.ReadyTable(t, db, "a"), dbpubsubtest.ReadyTable(t, db, "b")
+	if tableA == tableB {
+		t.Fatalf("topics a and b share the ready table %s", tableA)
+	}
+	for table, want := range map[string]string{tableA: "a1,a2", tableB: "b1"} {
+		var got string
+		if err := db.QueryRowContext(ctx, `SELECT string_agg(convert_from(data, 'UTF8'), ',' ORDER BY id) FROM `+table).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s holds %q, want %q", table, got, want)
+		}
+	}
+
+	// As a process older than migration 0003 enqueues.
+	if _, err := db.ExecContext(ctx, `INSERT INTO conveyor_events_ready (topic, data) VALUES ('b', 'old')`); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		m, err := b.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[string(m.Data())] = true
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !got["b1"] || !got["old"] {
+		t.Fatalf("topic b delivered %v, want b1 and old", got)
+	}
+}
+
+// A schema without migration 0003 is reported as not migrated, naming
+// what to run.
+func TestWithoutTopicReadyTablesNotMigrated(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, db := newStore(t)
+	if _, err := db.ExecContext(ctx, `DROP FUNCTION conveyor_events_ready_table(text)`); err != nil {
+		t.Fatal(err)
+	}
+	tp := newPubSub(t, db, dbpubsub.Options{}).Topic("t")
+	for name, call := range map[string]func() error{
+		"Enqueue": func() error { return tp.Enqueue(ctx, []byte("x")) },
+		"Dequeue": func() error { _, err := tp.Dequeue(ctx); return err },
+	} {
+		err := call()
+		if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "0003") {
+			t.Errorf("%s: %v, want ErrNotMigrated naming migration 0003", name, err)
+		}
 	}
 }
