@@ -137,8 +137,7 @@ func (st *topicState) closedErr() error {
 	return fmt.Errorf("dbpubsub: topic %q: %w", st.name, pubsub.ErrClosed)
 }
 
-// channel returns the topic's notification channel, looking up the
-// table's schema on first use.
+// channel returns the topic's notification channel (see lookup).
 func (st *topicState) channel(ctx context.Context) (string, error) {
 	m, err := st.lookup(ctx)
 	if err != nil {

@@ -37,6 +37,8 @@
 // is <table>_ready_<n>. It moves the rows waiting in <table>_ready to their
 // topics' tables. Reading <table>_ready (and the view) still shows every
 // topic's rows, so processes older than 0003 keep claiming them, and a
-// trigger moves what they insert into <table>_ready to the topic's table.
+// trigger moves what they insert into <table>_ready to the topic's table
+// (their enqueues in a caller's transaction then notify nobody: consumers
+// find those rows at their next poll).
 // Its down migration moves the rows back into <table>_ready.
 package migrations
