@@ -12,22 +12,29 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// uniqueTopic adds EnqueueUnique to a topic, as a shared backend would.
+// uniqueTopic adds EnqueueUnique to a topic, as a shared backend would: a
+// key is taken once a message with it is enqueued, and a call with a key
+// being enqueued waits for that outcome (as a unique index makes a second
+// insert wait for the first's transaction).
 type uniqueTopic struct {
 	pubsub.Topic
 	mu    sync.Mutex
-	tries map[string]int
+	tries map[string]int  // calls per key
+	taken map[string]bool // keys enqueued
 }
 
 func (u *uniqueTopic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	u.tries[key]++
-	first := u.tries[key] == 1
-	u.mu.Unlock()
-	if !first {
+	if u.taken[key] {
 		return false, nil
 	}
-	return true, u.Topic.Enqueue(ctx, data)
+	if err := u.Topic.Enqueue(ctx, data); err != nil {
+		return false, err
+	}
+	u.taken[key] = true
+	return true, nil
 }
 
 type Tick struct {
@@ -40,7 +47,7 @@ func (Tick) Type() event.EventType { return "com.example.tick" }
 // would, on a topic that enqueues uniquely: each tick is dispatched once.
 func TestSchedulersDispatchEachTickOnce(t *testing.T) {
 	ctx := newApp(t, backends[0], backendOptions{})
-	tp := &uniqueTopic{Topic: topicOf(t, ctx, "ticks"), tries: map[string]int{}}
+	tp := &uniqueTopic{Topic: topicOf(t, ctx, "ticks"), tries: map[string]int{}, taken: map[string]bool{}}
 	const every = 40 * time.Millisecond
 	var schedulers []*event.Scheduler
 	for range 2 {
@@ -60,7 +67,7 @@ func TestSchedulersDispatchEachTickOnce(t *testing.T) {
 		}
 	}
 	tp.mu.Lock()
-	keys := len(tp.tries)
+	keys := len(tp.taken)
 	both := 0
 	for _, n := range tp.tries {
 		if n == 2 {
