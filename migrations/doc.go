@@ -40,5 +40,9 @@
 // trigger moves what they insert into <table>_ready to the topic's table
 // (their enqueues in a caller's transaction then notify nobody: consumers
 // find those rows at their next poll).
-// Its down migration moves the rows back into <table>_ready.
+// Its down migration moves the rows back into <table>_ready. The function
+// runs with the rights of its owner, the role that ran the migrations, so
+// an app whose role may only read and write the tables (and use the
+// message table's sequence) can use new topics; each new table gets the
+// grants that <table>_ready has.
 package migrations

@@ -2,6 +2,8 @@ package migrations
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +149,65 @@ func TestReadyTableFunc(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM jobs_ready WHERE data = 'x'`); n != 1 {
 		t.Fatalf("the ready table shows %d rows of the topic's, want 1", n)
 	}
+}
+
+// An app whose role may only read and write the tables (the migrations
+// ran as another) can use a new topic: its ready table is made with the
+// migrations' rights and gets the grants of the shared ready table.
+func TestReadyTableFuncForRestrictedRole(t *testing.T) {
+	ctx := context.Background()
+	_, db := pgtest.NewSchema(t)
+	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
+		t.Fatal(err)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	role := "conveyor_app_" + hex.EncodeToString(b[:])
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.Background(), `RESET ROLE`)
+		conn.Close()
+	}()
+	for _, q := range []string{
+		`CREATE ROLE ` + role + ` NOLOGIN`,
+		`GRANT USAGE ON SCHEMA ` + pgtestSchema(t, db) + ` TO ` + role,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_ready TO ` + role,
+		`GRANT USAGE ON SEQUENCE jobs_id_seq TO ` + role,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			if _, err := db.DB.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	if _, err := conn.ExecContext(ctx, `SET ROLE `+role); err != nil {
+		t.Fatal(err)
+	}
+	var table string
+	if err := conn.QueryRowContext(ctx, `SELECT jobs_ready_table('new')`).Scan(&table); err != nil {
+		t.Fatalf("a new topic's ready table, as a role without CREATE: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO `+table+` (topic, data) VALUES ('new', 'x')`); err != nil {
+		t.Fatalf("insert into the new ready table as the app's role: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+		t.Fatalf("delete from the new ready table as the app's role: %v", err)
+	}
+}
+
+func pgtestSchema(t *testing.T, db *bun.DB) string {
+	t.Helper()
+	var s string
+	if err := db.QueryRowContext(context.Background(), `SELECT current_schema()`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

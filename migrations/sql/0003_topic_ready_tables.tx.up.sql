@@ -14,14 +14,19 @@ CREATE TABLE "{{.Prefix}}_topics" (
 -- Returns the schema-qualified, quoted name of topic t's ready table,
 -- creating the table (and registering t) on first use. Concurrent first
 -- calls are serialised by the registry's unique key: the second waits for
--- the first to commit, then finds its table.
+-- the first to commit, then finds its table. It runs with the rights of
+-- its owner (who ran the migrations), so an app whose role may only read
+-- and write the tables can use new topics; the new table gets the grants
+-- that the ready table has.
 CREATE FUNCTION "{{.Prefix}}_ready_table"(t text) RETURNS text
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path FROM CURRENT
 SET client_min_messages = warning
 AS $f$
 DECLARE
     n int;
+    g record;
 BEGIN
     SELECT id INTO n FROM "{{.Prefix}}_topics" WHERE topic = t;
     IF n IS NULL THEN
@@ -33,6 +38,13 @@ BEGIN
             EXECUTE format('CREATE TABLE %I (topic text COLLATE "C" NOT NULL CHECK (topic = %L), PRIMARY KEY (id)) '
                 'INHERITS (%I) WITH (autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02)',
                 '{{.Prefix}}_ready_' || n, t, '{{.Prefix}}_ready');
+            FOR g IN SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END AS who,
+                    a.privilege_type AS what
+                FROM pg_class c, aclexplode(c.relacl) a
+                WHERE c.oid = '"{{.Prefix}}_ready"'::regclass AND a.grantee <> c.relowner
+            LOOP
+                EXECUTE format('GRANT %s ON %I TO %s', g.what, '{{.Prefix}}_ready_' || n, g.who);
+            END LOOP;
         END IF;
     END IF;
     RETURN quote_ident(current_schema()) || '.' || quote_ident('{{.Prefix}}_ready_' || n);
