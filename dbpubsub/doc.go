@@ -70,7 +70,9 @@
 // topic's first use in the database (conveyor_events_ready_<n>, numbered
 // in the registry conveyor_events_topics), as a child of
 // conveyor_events_ready, so reading that one reads every topic's. Each
-// topic so costs a table and an index in the catalog, and autovacuum work:
+// topic so costs a table and an index in the catalog, autovacuum work,
+// and five prepared statements on each connection that uses it (pgx keeps
+// 512 per connection):
 // a design with a topic per user or per tenant, in the many thousands, is
 // better served by fewer topics. The view
 // conveyor_events_all shows every message, wherever it waits, in the
