@@ -53,10 +53,10 @@ type statements struct {
 // µs: first the due pending rows of the message table (delayed, retried,
 // given back, unique), oldest first, then, for the rest, the rows of the
 // topic's ready table above id $4 (the claim's keyset floor; 0 for all) in
-// id order, moved into the message table as processing. The last column tells the
-// moved rows. RETURNING order is unspecified. The rows taken are found
-// again by id = ANY (ARRAY(…)), an index condition in any plan: as a join,
-// pgx's generic plan hashed the whole ready table on every claim.
+// id order, moved into the message table as processing. The last column
+// tells the moved rows. RETURNING order is unspecified. The rows taken are
+// found again by id = ANY (ARRAY(…)), an index condition in any plan: as a
+// join, pgx's generic plan hashed the whole ready table on every claim.
 const claimSQL = `WITH m AS MATERIALIZED (
 		SELECT id FROM {T}
 		WHERE topic = $1 AND status = 'pending' AND run_at <= now()
