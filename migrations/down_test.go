@@ -29,6 +29,17 @@ func runFile(t *testing.T, db *bun.DB, name string) {
 	}
 }
 
+// migratedJobs returns a DB on a fresh schema migrated for the message
+// table "jobs".
+func migratedJobs(t *testing.T) *bun.DB {
+	t.Helper()
+	_, db := pgtest.NewSchema(t)
+	if err := Migrate(context.Background(), db, WithTable("jobs")); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 func count(t *testing.T, db *bun.DB, q string) int {
 	t.Helper()
 	var n int
@@ -42,10 +53,7 @@ func count(t *testing.T, db *bun.DB, q string) int {
 // back into the message table, as pending, under their ids.
 func TestReadyTableDownKeepsMessages(t *testing.T) {
 	ctx := context.Background()
-	_, db := pgtest.NewSchema(t)
-	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedJobs(t)
 	if _, err := db.ExecContext(ctx, `INSERT INTO jobs_ready (topic, data) VALUES ('t', 'a'), ('t', 'b')`); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +64,8 @@ func TestReadyTableDownKeepsMessages(t *testing.T) {
 		t.Fatalf("%d of the 2 ready messages are pending in the message table after the down migrations", n)
 	}
 	if n := count(t, db, `SELECT count(*) FROM pg_class
-		WHERE relnamespace = current_schema()::regnamespace AND relname LIKE 'jobs\_ready%' OR relname IN ('jobs_all', 'jobs_topics')`); n != 0 {
+		WHERE relnamespace = current_schema()::regnamespace
+			AND (relname LIKE 'jobs\_ready%' OR relname IN ('jobs_all', 'jobs_topics'))`); n != 0 {
 		t.Fatalf("%d of the ready tables, the registry and the view are still there", n)
 	}
 }
@@ -67,10 +76,7 @@ func TestReadyTableDownKeepsMessages(t *testing.T) {
 // the topic's table.
 func TestTopicReadyTablesMoveRows(t *testing.T) {
 	ctx := context.Background()
-	_, db := pgtest.NewSchema(t)
-	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedJobs(t)
 	// As an older process would.
 	if _, err := db.ExecContext(ctx, `INSERT INTO jobs_ready (topic, data) VALUES ('a', '1'), ('b', '2'), ('a', '3')`); err != nil {
 		t.Fatal(err)
@@ -107,10 +113,7 @@ func TestTopicReadyTablesMoveRows(t *testing.T) {
 // not depend on the topic's spelling, and its rows can only be the topic's.
 func TestReadyTableFunc(t *testing.T) {
 	ctx := context.Background()
-	_, db := pgtest.NewSchema(t)
-	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedJobs(t)
 	topic := `it's "a" topic; DROP TABLE jobs`
 	// The first call's transaction is open while the second call comes.
 	tx, err := db.DB.BeginTx(ctx, nil)
@@ -130,7 +133,16 @@ func TestReadyTableFunc(t *testing.T) {
 		}
 		second <- name
 	}()
-	time.Sleep(100 * time.Millisecond) // let it wait on the first
+	// The second call must be waiting on the first's registration, or the
+	// test shows nothing.
+	for deadline := time.Now().Add(10 * time.Second); count(t, db, `SELECT count(*) FROM pg_locks
+		WHERE NOT granted AND pid <> pg_backend_pid()
+			AND pid IN (SELECT pid FROM pg_stat_activity WHERE query LIKE '%jobs_ready_table%')`) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the second call never waited on the first")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +168,7 @@ func TestReadyTableFunc(t *testing.T) {
 // migrations' rights and gets the grants of the shared ready table.
 func TestReadyTableFuncForRestrictedRole(t *testing.T) {
 	ctx := context.Background()
-	_, db := pgtest.NewSchema(t)
-	if err := Migrate(ctx, db, WithTable("jobs")); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedJobs(t)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	role := "conveyor_app_" + hex.EncodeToString(b[:])

@@ -83,10 +83,6 @@ func ReadyTable(table string) string { return table + "_ready" }
 // ReadyTable(table), creating it on first use (migration 0003).
 func ReadyTableFunc(table string) string { return table + "_ready_table" }
 
-// TopicsTable is the name of the registry of the topics that have a ready
-// table of their own (migration 0003): topic t's is <table>_ready_<id>.
-func TopicsTable(table string) string { return table + "_topics" }
-
 // AllView is the name of the view that shows every message of the message
 // table named table, wherever it is stored, in the message table's columns
 // (migration 0002).
