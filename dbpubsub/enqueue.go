@@ -2,7 +2,6 @@ package dbpubsub
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"time"
@@ -234,12 +233,6 @@ func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) erro
 	for _, q := range group {
 		rows += len(q.data)
 		delayed = delayed || !q.at.IsZero()
-	}
-	if c, ok := ex.(*sql.Conn); ok && !delayed && useCopy(rows) {
-		err := copyRows(ctx, c, ready.copy, st.name, group)
-		if !errors.Is(err, errNoCopy) {
-			return err
-		}
 	}
 	var err error
 	switch {

@@ -209,7 +209,6 @@ func newStatements(table string) statements {
 type readyStatements struct {
 	insert       string
 	insertMany   string
-	copy         string
 	enqueue      string
 	enqueueBatch string
 	claim        string
@@ -227,8 +226,6 @@ func newReadyStatements(table, ready string) readyStatements {
 		insert: r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
 		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
 			SELECT $1, u.d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) ORDER BY u.n`),
-		// The same rows with COPY (copy.go).
-		copy: r.Replace(`COPY {R} (topic, data) FROM STDIN (FORMAT binary)`),
 
 		// In a caller's transaction: notify channel $3 in the statement
 		// (so on commit) unless it is ''. $1 topic, $2 data.
