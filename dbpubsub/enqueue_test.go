@@ -264,3 +264,65 @@ func TestEnqueueBigBatchAlone(t *testing.T) {
 		t.Errorf("%d rows stored, want %d in order", len(got), len(batch))
 	}
 }
+
+// A batch that the server does not finish within StatementTimeout is
+// canceled on the server: the call fails with the deadline and adds
+// nothing (the statement does not go on to commit behind the caller's
+// back), and the topic goes on working.
+func TestEnqueueBatchStatementTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn, _ := pgtest.NewSchema(t)
+	db, err := Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrations.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := New(db, Options{StatementTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	f := &groupFixture{t: t, ctx: ctx, db: db, tp: ps.topic("group")}
+	f.exec(`CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$`)
+	f.exec(`CREATE TRIGGER slow BEFORE INSERT ON ` + f.readyTable() + ` FOR EACH STATEMENT EXECUTE FUNCTION slow()`)
+
+	batch := make([][]byte, maxCallRows+1) // a statement of its own
+	for i := range batch {
+		batch[i] = fmt.Appendf(nil, "slow-%d", i)
+	}
+	if err := f.tp.EnqueueBatch(ctx, batch); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("EnqueueBatch past StatementTimeout: %v, want context.DeadlineExceeded", err)
+	}
+	// Wait for the statement to end on the server, however it ends.
+	for {
+		var n int
+		if err := db.DB.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE state = 'active' AND query LIKE 'INSERT INTO %' AND pid <> pg_backend_pid()
+			AND datname = current_database()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the INSERT still runs on the server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := f.rows(); len(got) != 0 {
+		t.Errorf("%d rows of the batch that failed on StatementTimeout stored, want none", len(got))
+	}
+	f.exec(`DROP TRIGGER slow ON ` + f.readyTable())
+	for i := range 10 { // every connection of the pool is usable
+		if err := f.tp.EnqueueBatch(ctx, batch); err != nil {
+			t.Fatalf("EnqueueBatch %d after a canceled one: %v", i, err)
+		}
+	}
+	if got := f.rows(); len(got) != 10*len(batch) {
+		t.Errorf("%d rows after the canceled batch, want %d", len(got), 10*len(batch))
+	}
+}

@@ -511,6 +511,8 @@ func testBatch(t *testing.T, h Harness) {
 	for i := range batch {
 		batch[i] = fmt.Appendf(nil, "b%03d", i)
 	}
+	// Payloads are bytes, kept exactly, in a batch too.
+	copy(batch, [][]byte{nil, {}, {0, 1, 0, 255, 0}, []byte("ünïcödé ✓")})
 	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
