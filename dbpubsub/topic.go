@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/migrations"
@@ -334,7 +333,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 		err = t.insert(ctx, &enqReq{data: items, meta: m, size: size})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, m.stmts.enqueueBatch, st.name, pgtype.FlatArray[[]byte](items), m.ch)
+			_, err := ex.ExecContext(ctx, m.stmts.enqueueBatch, st.name, items, m.ch)
 			return err
 		})
 	}
