@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,24 @@ import (
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
+
+// ackedData dequeues n messages of tp, acks each, and returns their
+// payloads in the order they came.
+func ackedData(ctx context.Context, t *testing.T, tp pubsub.Topic, n int) []string {
+	t.Helper()
+	got := make([]string, 0, n)
+	for len(got) < n {
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatalf("Dequeue after %d of %d: %v", len(got), n, err)
+		}
+		got = append(got, string(m.Data()))
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
 
 // A message enqueued for now waits in the ready table; the claim moves it
 // into the message table under the same id, and a retry waits there.
@@ -91,18 +110,11 @@ func TestClaimTakesBothTables(t *testing.T) {
 	if n := countMain(t, db, "status = 'pending'"); n != 10 {
 		t.Fatalf("%d pending rows in the message table, want the 10 enqueued with a time", n)
 	}
-	for len(want) > 0 {
-		m, err := tp.Dequeue(ctx)
-		if err != nil {
-			t.Fatalf("Dequeue with %d left: %v", len(want), err)
+	for _, d := range ackedData(ctx, t, tp, len(want)) {
+		if !want[d] {
+			t.Fatalf("got %q twice or unexpectedly", d)
 		}
-		if !want[string(m.Data())] {
-			t.Fatalf("got %q twice or unexpectedly", m.Data())
-		}
-		delete(want, string(m.Data()))
-		if err := m.Ack(ctx); err != nil {
-			t.Fatal(err)
-		}
+		delete(want, d)
 	}
 	if n := countRows(t, db, "status <> 'finished'"); n != 0 {
 		t.Fatalf("%d rows unfinished, want 0", n)
@@ -238,19 +250,10 @@ func TestTopicsHaveReadyTablesOfTheirOwn(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO conveyor_events_ready (topic, data) VALUES ('b', 'old')`); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
-	for range 2 {
-		m, err := b.Dequeue(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[string(m.Data())] = true
-		if err := m.Ack(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !got["b1"] || !got["old"] {
-		t.Fatalf("topic b delivered %v, want b1 and old", got)
+	got := ackedData(ctx, t, b, 2)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"b1", "old"}) {
+		t.Fatalf("topic b delivered %q, want b1 and old", got)
 	}
 }
 

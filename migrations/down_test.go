@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,8 @@ func TestReadyTableFunc(t *testing.T) {
 	}
 	defer tx.Rollback()
 	var a string
-	if err := tx.QueryRowContext(ctx, `SELECT jobs_ready_table($1)`, topic).Scan(&a); err != nil {
+	var firstPID int
+	if err := tx.QueryRowContext(ctx, `SELECT jobs_ready_table($1), pg_backend_pid()`, topic).Scan(&a, &firstPID); err != nil {
 		t.Fatal(err)
 	}
 	second := make(chan string, 1)
@@ -135,9 +137,8 @@ func TestReadyTableFunc(t *testing.T) {
 	}()
 	// The second call must be waiting on the first's registration, or the
 	// test shows nothing.
-	for deadline := time.Now().Add(10 * time.Second); count(t, db, `SELECT count(*) FROM pg_locks
-		WHERE NOT granted AND pid <> pg_backend_pid()
-			AND pid IN (SELECT pid FROM pg_stat_activity WHERE query LIKE '%jobs_ready_table%')`) == 0; {
+	for deadline := time.Now().Add(10 * time.Second); count(t, db, fmt.Sprintf(`SELECT count(*) FROM pg_stat_activity
+		WHERE %d = ANY (pg_blocking_pids(pid))`, firstPID)) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the second call never waited on the first")
 		}
