@@ -316,14 +316,7 @@ func TestAbandonedClaimsAreGivenBack(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for countRows(t, db, "status <> 'finished'") > 0 {
 		if time.Now().After(deadline) {
-			rows, _ := db.QueryContext(ctx, "SELECT id, attempts, token, status FROM conveyor_events WHERE status <> 'finished'")
-			for rows.Next() {
-				var id, a, tok int
-				var st string
-				_ = rows.Scan(&id, &a, &tok, &st)
-				t.Logf("row %d attempts %d token %d %s", id, a, tok, st)
-			}
-			rows.Close()
+			logUnfinished(t, db)
 			t.Fatalf("%d rows still not finished, %d of them processing: claimed rows were not given back",
 				countRows(t, db, "status <> 'finished'"), countRows(t, db, "status = 'processing'"))
 		}
@@ -338,6 +331,34 @@ func TestAbandonedClaimsAreGivenBack(t *testing.T) {
 	}
 	if n := countRows(t, db, "attempts <> 1"); n != 0 {
 		t.Fatalf("%d rows with attempts other than 1: a row given back must not count an attempt", n)
+	}
+}
+
+// logUnfinished logs, for a failing test, where the unfinished rows of the
+// default message table are (which table, which state) and the statements
+// of the schema that the server is running, with what they wait on.
+func logUnfinished(t *testing.T, db *bun.DB) {
+	t.Helper()
+	for _, q := range []string{
+		`SELECT format('row %s: %s, attempts %s, token %s', id, status, attempts, token)
+			FROM conveyor_events WHERE status <> 'finished'
+		UNION ALL
+		SELECT format('row %s: waiting in %s', id, tableoid::regclass) FROM conveyor_events_ready`,
+		`SELECT format('backend %s %s, waiting on %s/%s: %s', pid, state, wait_event_type, wait_event, left(query, 120))
+			FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND strpos(query, current_schema()) > 0`,
+	} {
+		rows, err := db.QueryContext(context.Background(), q)
+		if err != nil {
+			t.Logf("%s: %v", q, err)
+			continue
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err == nil {
+				t.Log(line)
+			}
+		}
+		rows.Close()
 	}
 }
 
