@@ -138,7 +138,9 @@ type Config struct {
 	RoundtripN  int           // messages per run of the in-memory round trip (scenario 5)
 	EventsN     int           // events per run of the in-memory event systems (scenario 7; on PostgreSQL: N)
 	W           int           // workers (producers, consumers)
-	Reps        int           // repetitions of each scenario; the median is reported
+	Reps        int           // repetitions of each scenario, at least; the median is reported
+	MinTime     time.Duration // more repetitions, up to MaxReps, until each system's timed runs add up to this
+	MaxReps     int           // the most repetitions MinTime may ask for
 	BatchSize   int           // messages per batch call
 	Rate        int           // latency scenario: messages per second
 	LatencyFor  time.Duration // latency scenario: how long the producer runs
@@ -187,6 +189,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("-w is %d, want 1 or more", c.W)
 	case c.Reps < 1:
 		return fmt.Errorf("-reps is %d, want 1 or more", c.Reps)
+	case c.MinTime < 0:
+		return fmt.Errorf("-min-time is %v, want 0 (off) or more", c.MinTime)
+	case c.MaxReps < c.Reps && c.MinTime > 0:
+		return fmt.Errorf("-max-reps is %d, want at least -reps (%d)", c.MaxReps, c.Reps)
 	case c.BatchSize < 1:
 		return fmt.Errorf("-batch is %d, want 1 or more", c.BatchSize)
 	case c.Rate < 1:

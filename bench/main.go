@@ -33,6 +33,8 @@ func defaultConfig() Config {
 		EventsN:     50_000,
 		W:           8,
 		Reps:        3,
+		MinTime:     time.Second,
+		MaxReps:     15,
 		BatchSize:   100,
 		Rate:        500,
 		LatencyFor:  10 * time.Second,
@@ -56,6 +58,9 @@ func main() {
 		"(more than -n: 20,000 take ~50 ms on the JSON baseline; the PostgreSQL ones dispatch -n)")
 	flag.IntVar(&cfg.W, "w", cfg.W, "workers: producers and consumers")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each scenario (the median is reported)")
+	flag.DurationVar(&cfg.MinTime, "min-time", cfg.MinTime, "repeat a scenario past -reps until each system's timed runs add up to this "+
+		"(0: exactly -reps); short runs are noisy on a shared machine")
+	flag.IntVar(&cfg.MaxReps, "max-reps", cfg.MaxReps, "the most repetitions -min-time may ask for")
 	flag.IntVar(&cfg.BatchSize, "batch", cfg.BatchSize, "messages per call of the batch scenario")
 	flag.IntVar(&cfg.Rate, "rate", cfg.Rate, "latency scenario: messages per second")
 	flag.DurationVar(&cfg.LatencyFor, "latency-for", cfg.LatencyFor, "latency scenario: how long the producer runs")
@@ -171,11 +176,12 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 					Unit: unitOf(sc), baseline: s.Baseline()})
 			}
 		}
-		reps := cfg.Reps
+		reps, most := cfg.Reps, cfg.MaxReps
 		if sc == ScBacklog {
 			reps = max(1, cfg.BacklogReps)
+			most = reps
 		}
-		for i := range reps {
+		for i := 0; i < reps || (i < most && shortOfTime(results, cfg.MinTime)); i++ {
 			for _, s := range systems {
 				r := resultFor(results, s.Name())
 				if r == nil || r.Err != "" {
@@ -188,12 +194,12 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					r.Err = err.Error()
 					if err != errNoBatch {
-						fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: error: %v\n", sc, s.Name(), i+1, reps, err)
+						fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: error: %v\n", sc, s.Name(), i+1, max(reps, i+1), err)
 					}
 					continue
 				}
 				r.Runs = append(r.Runs, run)
-				fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: %s\n", sc, s.Name(), i+1, reps, describe(sc, run))
+				fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: %s\n", sc, s.Name(), i+1, max(reps, i+1), describe(sc, run))
 			}
 		}
 		for _, r := range results {
@@ -208,6 +214,25 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Machine["load average at end (1/5/15 min)"] = m["load average at start (1/5/15 min)"]
 	}
 	return rep, nil
+}
+
+// shortOfTime reports whether a system still measuring (no error) has
+// timed runs adding up to less than min: its median would rest on too
+// little time.
+func shortOfTime(results []*Result, min time.Duration) bool {
+	for _, r := range results {
+		if r.Err != "" {
+			continue
+		}
+		var total time.Duration
+		for _, run := range r.Runs {
+			total += run.Elapsed
+		}
+		if total < min {
+			return true
+		}
+	}
+	return false
 }
 
 func resultFor(results []*Result, name string) *Result {

@@ -420,9 +420,13 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 	if c.EventsN > 0 { // results of runs before the events scenario lack it
 		events = fmt.Sprintf("; in-memory events: %d", c.EventsN)
 	}
-	p("N = %d messages (round trip: %d%s), W = %d workers, %d repetitions (median reported), batch %d, latency at %d msgs/s for %v, "+
+	reps := fmt.Sprintf("%d repetitions", c.Reps)
+	if c.MinTime > 0 {
+		reps = fmt.Sprintf("at least %d repetitions, more (up to %d) until each system's timed runs add up to %v", c.Reps, c.MaxReps, c.MinTime)
+	}
+	p("N = %d messages (round trip: %d%s), W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, "+
 		"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
-		c.N, c.RoundtripN, events, c.W, c.Reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
+		c.N, c.RoundtripN, events, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
 	head, rows := rep.grid()
 	p("| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
 	for _, row := range rows {

@@ -32,6 +32,7 @@ func TestSmoke(t *testing.T) {
 	cfg.RoundtripN = 2_000
 	cfg.EventsN = 2_000
 	cfg.Reps = 1
+	cfg.MinTime = 0
 	cfg.BatchSize = 50
 	cfg.LatencyFor = time.Second
 	cfg.MaxRun = 2 * time.Second
@@ -177,6 +178,39 @@ func TestEventSystems(t *testing.T) {
 				if k > 1 {
 					t.Errorf("event %d handled %d times", id, k)
 				}
+			}
+		})
+	}
+}
+
+// TestRepsUntilMinTime checks that a scenario is repeated past -reps while
+// a system's timed runs add up to less than -min-time, up to -max-reps, and
+// exactly -reps times without -min-time.
+func TestRepsUntilMinTime(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		minTime       time.Duration
+		reps, maxReps int
+		want          int
+	}{
+		{"no min time", 0, 2, 5, 2},
+		{"min time never reached", time.Hour, 2, 5, 5},
+		{"min time reached at once", time.Nanosecond, 2, 5, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaultConfig()
+			cfg.Systems, cfg.Scenarios = "raw Go channel", ScRoundtrip
+			cfg.RoundtripN = 1_000
+			cfg.Reps, cfg.MinTime, cfg.MaxReps = tc.reps, tc.minTime, tc.maxReps
+			rep, err := run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != 1 {
+				t.Fatalf("%d results, want 1 (the raw channel's round trip)", len(rep.Results))
+			}
+			if got := len(rep.Results[0].Runs); got != tc.want {
+				t.Errorf("%d repetitions, want %d", got, tc.want)
 			}
 		})
 	}
