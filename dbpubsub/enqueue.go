@@ -230,11 +230,11 @@ func (g *enqGroup) handOff() {
 // Not COPY: a binary COPY FROM STDIN of the same rows, sent in one write
 // (commit 7934bdc, reverted), gave 1.03-1.15× the rate of INSERT … unnest
 // into a bare table with 8 producers of 100-row batches on a 2-core
-// machine, where this INSERT gives 0.94-0.96×; but with 1, 2 or 4
-// producers it lost to this INSERT (0.71-0.86×, 0.84×, 0.93× against
-// 0.90-0.94×, 0.91×, 0.98×), and past ~200 rows a COPY cost PostgreSQL 15
-// more per row at any concurrency: it makes a tuple slot per buffered row,
-// each pinning the table's descriptor in its resource owner.
+// machine, where this INSERT (then with unnest in FROM) gave 0.94-0.96×;
+// but with 1, 2 or 4 producers it lost to this INSERT (0.71-0.86×, 0.84×,
+// 0.93× against 0.90-0.94×, 0.91×, 0.98×), and past ~200 rows a COPY cost
+// PostgreSQL 15 more per row at any concurrency: it makes a tuple slot per
+// buffered row, each pinning the table's descriptor in its resource owner.
 //
 // The bytea[] parameters stay [][]byte: as pgtype.FlatArray (commit
 // 4c5fc27) pgx spent less client CPU on them, but the batch scenario of
