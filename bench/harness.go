@@ -139,7 +139,7 @@ type Config struct {
 	EventsN     int           // events per run of the in-memory event systems (scenario 7; on PostgreSQL: N)
 	W           int           // workers (producers, consumers)
 	Reps        int           // repetitions of each scenario, at least; the median is reported
-	MinTime     time.Duration // more repetitions, up to MaxReps, until each system's timed runs add up to this
+	MinTime     time.Duration // past Reps, a system is repeated, up to MaxReps times in all, until its timed runs add up to this
 	MaxReps     int           // the most repetitions MinTime may ask for
 	BatchSize   int           // messages per batch call
 	Rate        int           // latency scenario: messages per second

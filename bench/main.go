@@ -58,7 +58,7 @@ func main() {
 		"(more than -n: 20,000 take ~50 ms on the JSON baseline; the PostgreSQL ones dispatch -n)")
 	flag.IntVar(&cfg.W, "w", cfg.W, "workers: producers and consumers")
 	flag.IntVar(&cfg.Reps, "reps", cfg.Reps, "repetitions of each scenario (the median is reported)")
-	flag.DurationVar(&cfg.MinTime, "min-time", cfg.MinTime, "repeat a scenario past -reps until each system's timed runs add up to this "+
+	flag.DurationVar(&cfg.MinTime, "min-time", cfg.MinTime, "repeat a system's scenario past -reps until its timed runs add up to this "+
 		"(0: exactly -reps); short runs are noisy on a shared machine")
 	flag.IntVar(&cfg.MaxReps, "max-reps", cfg.MaxReps, "the most repetitions -min-time may ask for")
 	flag.IntVar(&cfg.BatchSize, "batch", cfg.BatchSize, "messages per call of the batch scenario")
@@ -176,7 +176,9 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 					Unit: unitOf(sc), baseline: s.Baseline()})
 			}
 		}
-		reps, most := cfg.Reps, cfg.MaxReps
+		// Past reps, only the systems whose timed runs add up to less
+		// than cfg.MinTime run again, up to cfg.MaxReps.
+		reps, most := cfg.Reps, max(cfg.Reps, cfg.MaxReps)
 		if sc == ScBacklog {
 			reps = max(1, cfg.BacklogReps)
 			most = reps
@@ -184,7 +186,7 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 		for i := 0; i < reps || (i < most && shortOfTime(results, cfg.MinTime)); i++ {
 			for _, s := range systems {
 				r := resultFor(results, s.Name())
-				if r == nil || r.Err != "" {
+				if r == nil || r.Err != "" || (i >= reps && r.timed() >= cfg.MinTime) {
 					continue
 				}
 				if err := ctx.Err(); err != nil {
@@ -221,18 +223,20 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 // little time.
 func shortOfTime(results []*Result, min time.Duration) bool {
 	for _, r := range results {
-		if r.Err != "" {
-			continue
-		}
-		var total time.Duration
-		for _, run := range r.Runs {
-			total += run.Elapsed
-		}
-		if total < min {
+		if r.Err == "" && r.timed() < min {
 			return true
 		}
 	}
 	return false
+}
+
+// timed is the time r's runs were timed, added up.
+func (r *Result) timed() time.Duration {
+	var total time.Duration
+	for _, run := range r.Runs {
+		total += run.Elapsed
+	}
+	return total
 }
 
 func resultFor(results []*Result, name string) *Result {

@@ -422,7 +422,7 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 	}
 	reps := fmt.Sprintf("%d repetitions", c.Reps)
 	if c.MinTime > 0 {
-		reps = fmt.Sprintf("at least %d repetitions, more (up to %d) until each system's timed runs add up to %v", c.Reps, c.MaxReps, c.MinTime)
+		reps = fmt.Sprintf("at least %d repetitions, and more (up to %d) of a system whose timed runs add up to less than %v", c.Reps, c.MaxReps, c.MinTime)
 	}
 	p("N = %d messages (round trip: %d%s), W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, "+
 		"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
