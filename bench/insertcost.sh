@@ -4,8 +4,8 @@
 # Counts the instructions a PostgreSQL backend spends per inserted row, for
 # the shapes of table and INSERT that the batch-enqueue numbers depend on:
 # the baseline's bare table, a topic's ready table as dbpubsub makes it
-# (migration 0003) with dbpubsub's statement, and the same without one part
-# at a time. Instruction counts (valgrind's callgrind) repeat from run to
+# (migrations 0003 and 0004) with dbpubsub's statements, and the same
+# without one part at a time. Instruction counts (valgrind's callgrind) repeat from run to
 # run whatever else the machine does, where the bench's rates move by ±25%
 # between repetitions on a shared 2-core machine.
 #
@@ -32,22 +32,24 @@ if [ "$(id -u)" = 0 ]; then
 fi
 "${as[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres >/dev/null
 
-# The message table and the ready table as migrations 0001 to 0003 make
+# The message table and the ready table as migrations 0001 to 0004 make
 # them (each variable one line: a variant is read up to its line's end).
 conveyor='CREATE TABLE m (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, topic text NOT NULL, data bytea NOT NULL);'
 conveyor+=' CREATE TABLE r (id bigint NOT NULL, topic text COLLATE "C" NOT NULL, data bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (topic, id));'
 conveyor+=" DO \$\$ BEGIN EXECUTE format('ALTER TABLE r ALTER COLUMN id SET DEFAULT nextval(%L::regclass)', pg_get_serial_sequence('m', 'id')); END \$\$;"
 child='CREATE TABLE c (topic text COLLATE "C" NOT NULL CHECK (topic = '"'"'bench'"'"'), PRIMARY KEY (id)) INHERITS (r);'
 unchecked='CREATE TABLE c (PRIMARY KEY (id)) INHERITS (r);'
+blocks='ALTER TABLE m ALTER COLUMN id SET INCREMENT BY 1024;' # migration 0004
 
 # name|setup|statement on the bytea[] a
 variants=(
 	"baseline: bare (id, data), SELECT unnest(a)|CREATE TABLE c (id bigserial PRIMARY KEY, data bytea NOT NULL);|INSERT INTO c (data) SELECT unnest(a)"
 	"bare table with created_at|CREATE TABLE c (id bigserial PRIMARY KEY, data bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now());|INSERT INTO c (data) SELECT unnest(a)"
 	"bare with created_at and topic|CREATE TABLE c (id bigserial PRIMARY KEY, topic text COLLATE \"C\" NOT NULL, data bytea NOT NULL, created_at timestamptz NOT NULL DEFAULT now());|INSERT INTO c (topic, data) SELECT 'bench', unnest(a)"
-	"ready table without its CHECK|$conveyor $unchecked|INSERT INTO c (topic, data) SELECT 'bench', unnest(a)"
-	"ready table, dbpubsub's INSERT|$conveyor $child|INSERT INTO c (topic, data) SELECT 'bench', unnest(a)"
+	"ready table without its CHECK, nextval per row|$conveyor $unchecked|INSERT INTO c (topic, data) SELECT 'bench', unnest(a)"
+	"ready table, nextval per row (insertMany)|$conveyor $child|INSERT INTO c (topic, data) SELECT 'bench', unnest(a)"
 	"ready table, unnest in FROM, ORDINALITY, ORDER BY|$conveyor $child|INSERT INTO c (topic, data) SELECT 'bench', u.d FROM unnest(a) WITH ORDINALITY AS u(d, n) ORDER BY u.n"
+	"ready table, one block of ids (insertBlock)|$conveyor $child $blocks|WITH b AS MATERIALIZED (SELECT nextval('m_id_seq'::regclass) AS first) INSERT INTO c (id, topic, data) SELECT b.first + u.n - 1, 'bench', u.d FROM b, unnest(a) WITH ORDINALITY AS u(d, n)"
 )
 
 # instructions VARIANT-INDEX STATEMENTS

@@ -71,7 +71,7 @@
 // in the registry conveyor_events_topics), as a child of
 // conveyor_events_ready, so reading that one reads every topic's. Each
 // topic so costs a table and an index in the catalog, autovacuum work,
-// and five prepared statements on each connection that uses it (pgx keeps
+// and seven prepared statements on each connection that uses it (pgx keeps
 // 512 per connection):
 // a design with a topic per user or per tenant, in the many thousands, is
 // better served by fewer topics. The view
@@ -87,7 +87,11 @@
 //     messages that one Topic handle gets while two of its statements are
 //     in flight are written together by the next one (one INSERT …
 //     SELECT FROM unnest, one commit), each call returning when its own
-//     rows are committed.
+//     rows are committed. A statement of up to 1024 rows takes its ids
+//     from one nextval of the id sequence, which reserves a block of 1024
+//     since migration 0004 (the block's first id plus the row's position):
+//     ids are unique and increase in the order of the statements, but are
+//     not dense.
 //   - Claim: one statement takes the due pending rows of the message
 //     table (UPDATE … FROM (SELECT … WHERE status = 'pending' AND run_at <=
 //     now() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED), served by

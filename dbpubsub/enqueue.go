@@ -242,7 +242,7 @@ func (g *enqGroup) handOff() {
 // interleaved 9-repetition runs of each).
 func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) error {
 	st := t.st
-	stmts, ready := &st.ps.stmts, &group[0].meta.stmts
+	stmts, meta := &st.ps.stmts, group[0].meta
 	rows, delayed := 0, false
 	for _, q := range group {
 		rows += len(q.data)
@@ -251,11 +251,11 @@ func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) erro
 	var err error
 	switch {
 	case rows == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, ready.insert, st.name, group[0].data[0])
+		_, err = ex.ExecContext(ctx, meta.stmts.insert, st.name, group[0].data[0])
 	case rows == 1:
 		_, err = ex.ExecContext(ctx, stmts.insertAt, st.name, group[0].data[0], group[0].at)
 	case len(group) == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, ready.insertMany, st.name, group[0].data)
+		_, err = ex.ExecContext(ctx, meta.many(rows, false), st.name, group[0].data)
 	default:
 		data := make([][]byte, 0, rows)
 		var at []time.Time
@@ -273,7 +273,7 @@ func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) erro
 		if delayed {
 			_, err = ex.ExecContext(ctx, stmts.insertManyAt, st.name, data, at)
 		} else {
-			_, err = ex.ExecContext(ctx, ready.insertMany, st.name, data)
+			_, err = ex.ExecContext(ctx, meta.many(rows, false), st.name, data)
 		}
 	}
 	return err

@@ -147,11 +147,30 @@ func (st *topicState) channel(ctx context.Context) (string, error) {
 }
 
 // topicMeta is what a topic's statements need from the database: its
-// notification channel and its ready table (migration 0003).
+// notification channel, its ready table (migration 0003) and how many ids
+// one nextval of the id sequence reserves (migration 0004).
 type topicMeta struct {
 	ch    string
 	ready string // the ready table's schema-qualified, quoted name
+	block int64  // the sequence's increment: a statement of up to block rows takes one nextval
 	stmts readyStatements
+}
+
+// many returns the statement that inserts rows messages for now, outside
+// or inside a caller's transaction: with the ids of one block when they
+// fit in one (stmts.insertBlock, stmts.enqueueBatchBlock), else with one
+// nextval per row (stmts.insertMany, stmts.enqueueBatch).
+func (m *topicMeta) many(rows int, inTx bool) string {
+	block := int64(rows) <= m.block && m.block > 1
+	switch {
+	case inTx && block:
+		return m.stmts.enqueueBatchBlock
+	case inTx:
+		return m.stmts.enqueueBatch
+	case block:
+		return m.stmts.insertBlock
+	}
+	return m.stmts.insertMany
 }
 
 // lookup returns st's topicMeta, looking it up once, which creates the
@@ -170,7 +189,8 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	// The function is created in the message table's schema. No lock
 	// while querying, as in qualifiedTable: concurrent look-ups find the
 	// same table.
-	fn := quoteIdent(q[:strings.LastIndexByte(q, '.')]) + "." + quoteIdent(migrations.ReadyTableFunc(ps.opts.Table))
+	schema := quoteIdent(q[:strings.LastIndexByte(q, '.')])
+	fn, table := schema+"."+quoteIdent(migrations.ReadyTableFunc(ps.opts.Table)), schema+"."+quoteIdent(ps.opts.Table)
 	var ready string
 	err = ps.sqldb.QueryRowContext(ctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
 	var pgErr *pgconn.PgError
@@ -180,7 +200,13 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: look up the ready table of topic %q: %w", st.name, err)
 	}
-	m := &topicMeta{ch: channelName(q, st.name), ready: ready, stmts: newReadyStatements(ps.opts.Table, ready)}
+	var seq string
+	var inc int64
+	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&seq, &inc); err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
+	}
+	m := &topicMeta{ch: channelName(q, st.name), ready: ready, block: inc,
+		stmts: newReadyStatements(ps.opts.Table, ready, seq)}
 	st.meta.Store(m)
 	return m, nil
 }

@@ -35,6 +35,7 @@ func channelName(qualified, topic string) string {
 // parameters; durations are passed in microseconds.
 type statements struct {
 	resolve      string
+	sequence     string
 	insertAt     string
 	insertManyAt string
 	enqueueAt    string
@@ -98,6 +99,8 @@ const processingByID = "(SELECT 'processing')"
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
+func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
 func newStatements(table string) statements {
 	t := quoteIdent(table)
 	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)
@@ -106,6 +109,13 @@ func newStatements(table string) statements {
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
+
+		// The id sequence of table $1 (schema-qualified and quoted), quoted
+		// likewise, and its increment: how many ids one nextval reserves.
+		sequence: `SELECT format('%I.%I', n.nspname, c.relname), s.seqincrement FROM pg_catalog.pg_sequence s
+			JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE s.seqrelid = pg_catalog.pg_get_serial_sequence($1, 'id')::regclass`,
 
 		// The delayed enqueues outside a caller's transaction
 		// (enqueue.go; those for now are in readyStatements); the
@@ -207,45 +217,58 @@ func newStatements(table string) statements {
 // and the claim. The table's only index is its primary key on id, so an
 // enqueue costs about what an insert into a bare (id, data) table costs.
 type readyStatements struct {
-	insert       string
-	insertMany   string
-	enqueue      string
-	enqueueBatch string
-	claim        string
+	insert            string
+	insertMany        string
+	insertBlock       string
+	enqueue           string
+	enqueueBatch      string
+	enqueueBatchBlock string
+	claim             string
 }
 
 // newReadyStatements builds the statements on ready, the schema-qualified
 // and quoted name of a topic's ready table, beside the message table named
-// table.
-func newReadyStatements(table, ready string) readyStatements {
-	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready)
+// table whose id sequence is seq (schema-qualified and quoted).
+func newReadyStatements(table, ready, seq string) readyStatements {
+	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq))
 	return readyStatements{
 		// Outside a caller's transaction (enqueue.go): the notifier tells
 		// the other processes after (notify.go). $1 topic, $2 data, or
 		// data[] in the order given.
-		//
-		// data[] is unnested in the select list, as the bench's baseline
-		// does: the elements come out in array order and each row takes
-		// its id from the sequence as it comes, so ids follow the order
-		// given (TestEnqueueBigBatchAlone and the conformance suite check
-		// it). In FROM, as unnest(…) WITH ORDINALITY … ORDER BY n, the
-		// function scan's tuplestore and the sort cost PostgreSQL 15 ~880
-		// more instructions per row of ~17,200 (callgrind, 100-row
-		// inserts), and the bench's batch scenario gave 0.79-0.91× the
-		// baseline against 0.91-1.01× this way (four alternated runs each).
 		insert: r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
+		// One nextval per row. data[] is unnested in the select list, as
+		// the bench's baseline does: the elements come out in array order
+		// and each row takes its id as it comes (TestEnqueueBigBatchAlone
+		// and the conformance suite check the order). In FROM with
+		// ORDINALITY and ORDER BY, the function scan's tuplestore and the
+		// sort cost ~880 more instructions per row (bench/insertcost.sh).
 		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
 			SELECT $1, unnest($2::bytea[])`),
+		// One nextval for the statement: at most as many rows as the
+		// sequence's increment (migration 0004: 1024) take the ids of the
+		// block it reserves, in the order given by construction (the
+		// block's first id plus the row's position). nextval per row was
+		// ~1,400 of the ~16,300 instructions of a row (bench/insertcost.sh);
+		// a WITH query runs once per statement.
+		insertBlock: r.Replace(`WITH b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)
+			INSERT INTO {R} (id, topic, data)
+			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)`),
 
 		// In a caller's transaction: notify channel $3 in the statement
 		// (so on commit) unless it is ''. $1 topic, $2 data.
 		enqueue: r.Replace(`WITH ins AS (
 				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
 			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
-		// $1 topic, $2 data[], $3 channel.
+		// $1 topic, $2 data[], $3 channel; as insertMany and insertBlock.
 		enqueueBatch: r.Replace(`WITH ins AS (
 				INSERT INTO {R} (topic, data)
 				SELECT $1, unnest($2::bytea[])
+				RETURNING id)
+			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
+		enqueueBatchBlock: r.Replace(`WITH b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first),
+			ins AS (
+				INSERT INTO {R} (id, topic, data)
+				SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)
 				RETURNING id)
 			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
 

@@ -89,7 +89,7 @@ func TestByIDStatementsUsePrimaryKey(t *testing.T) {
 		{"settle", st.settle, `'{1,2}', '{1,1}', '{finished,pending}', '{0,1000}', '{"",""}'`},
 		{"renew", st.renew, `'{1,2}', '{1,1}', 30000000`},
 		{"release", st.release, `'{1,2}', '{1,1}', 'ch'`},
-		{"claim", newReadyStatements("conveyor_events", ready).claim, `'t', 128, 30000000, 0`},
+		{"claim", newReadyStatements("conveyor_events", ready, "public.conveyor_events_id_seq").claim, `'t', 128, 30000000, 0`},
 	} {
 		if _, err := conn.ExecContext(ctx, "PREPARE "+c.name+" AS "+c.sql); err != nil {
 			t.Fatalf("%s: %v", c.name, err)

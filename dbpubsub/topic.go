@@ -333,7 +333,7 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 		err = t.insert(ctx, &enqReq{data: items, meta: m, size: size})
 	} else {
 		err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, m.stmts.enqueueBatch, st.name, items, m.ch)
+			_, err := ex.ExecContext(ctx, m.many(len(items), true), st.name, items, m.ch)
 			return err
 		})
 	}

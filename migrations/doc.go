@@ -45,4 +45,15 @@
 // an app whose role may only read and write the tables (and use the
 // message table's sequence) can use new topics; each new table gets the
 // grants that <table>_ready has.
+//
+// Migration 0004 makes each nextval of the message table's id sequence
+// reserve a block of 1024 ids (INCREMENT BY 1024): dbpubsub gives the rows
+// of a batch of up to 1024 messages the ids of one block, one nextval per
+// statement instead of one per row. Ids stay unique and increasing in the
+// order statements take them, and are no longer dense. Processes older
+// than 0004 take one nextval per row, which stays correct. dbpubsub reads
+// the sequence's increment when it first looks a topic up, so a process
+// started before 0004 goes on with one nextval per row until it restarts.
+// Its down migration sets the increment back to 1 after taking one more
+// block; stop the processes of 0004 or later first.
 package migrations

@@ -221,3 +221,29 @@ func pgtestSchema(t *testing.T, db *bun.DB) string {
 	}
 	return s
 }
+
+// Migration 0004 makes each nextval of the id sequence reserve a block of
+// 1024 ids; its down migration goes back to one id per nextval without
+// handing out again an id of a block already taken.
+func TestIDBlocksDown(t *testing.T) {
+	db := migratedJobs(t)
+	const seq = `pg_get_serial_sequence('jobs', 'id')`
+	increment := func() int {
+		return count(t, db, `SELECT seqincrement FROM pg_sequence WHERE seqrelid = `+seq+`::regclass`)
+	}
+	if got := increment(); got != 1024 {
+		t.Fatalf("increment %d after the migrations, want 1024", got)
+	}
+	taken := count(t, db, `SELECT nextval(`+seq+`)`) // a batch may use up to taken+1023
+	runFile(t, db, "0004_id_blocks.tx.down.sql")
+	if got := increment(); got != 1 {
+		t.Fatalf("increment %d after 0004's down migration, want 1", got)
+	}
+	if next := count(t, db, `SELECT nextval(`+seq+`)`); next <= taken+1023 {
+		t.Fatalf("nextval %d after 0004's down migration, inside the block of %d taken before", next, taken)
+	}
+	runFile(t, db, "0004_id_blocks.tx.up.sql")
+	if got := increment(); got != 1024 {
+		t.Fatalf("increment %d after 0004 down and up again, want 1024", got)
+	}
+}
