@@ -208,6 +208,17 @@ func TestReadyTableFuncForRestrictedRole(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `INSERT INTO `+table+` (topic, data) VALUES ('new', 'x')`); err != nil {
 		t.Fatalf("insert into the new ready table as the app's role: %v", err)
 	}
+	// What dbpubsub reads to give a batch one block of ids (0004), and
+	// such an insert.
+	var inc int
+	if err := conn.QueryRowContext(ctx, `SELECT seqincrement FROM pg_catalog.pg_sequence
+		WHERE seqrelid = pg_catalog.pg_get_serial_sequence('jobs', 'id')::regclass`).Scan(&inc); err != nil || inc != 1024 {
+		t.Fatalf("the id sequence's increment, as the app's role: %d, %v; want 1024", inc, err)
+	}
+	if _, err := conn.ExecContext(ctx, `WITH b AS (SELECT nextval('jobs_id_seq') AS first)
+		INSERT INTO `+table+` (id, topic, data) SELECT b.first + u.n - 1, 'new', u.d FROM b, unnest('{y,z}'::bytea[]) WITH ORDINALITY AS u(d, n)`); err != nil {
+		t.Fatalf("insert with a block of ids as the app's role: %v", err)
+	}
 	if _, err := conn.ExecContext(ctx, `DELETE FROM `+table); err != nil {
 		t.Fatalf("delete from the new ready table as the app's role: %v", err)
 	}
