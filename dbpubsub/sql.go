@@ -231,46 +231,43 @@ type readyStatements struct {
 // table whose id sequence is seq (schema-qualified and quoted).
 func newReadyStatements(table, ready, seq string) readyStatements {
 	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq))
+	const (
+		// $1 topic, $2 data[] in the order given, one nextval per row.
+		// data[] is unnested in the select list, as the bench's baseline
+		// does: the elements come out in array order and each row takes
+		// its id as it comes (TestEnqueueBigBatchAlone and the conformance
+		// suite check the order). In FROM with ORDINALITY and ORDER BY, the
+		// function scan's tuplestore and the sort cost ~880 more
+		// instructions per row (bench/insertcost.sh).
+		perRow = `INSERT INTO {R} (topic, data) SELECT $1, unnest($2::bytea[])`
+		// The same with one nextval for the statement (the WITH query b,
+		// run once): at most as many rows as the sequence's increment
+		// (migration 0004: 1024) take the ids of the block it reserves, in
+		// the order given by construction (the block's first id plus the
+		// row's position). nextval per row was ~1,400 of the ~16,300
+		// instructions of a row (bench/insertcost.sh).
+		block     = `b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)`
+		blockRows = `INSERT INTO {R} (id, topic, data)
+			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)`
+		// In a caller's transaction: notify channel $3 in the statement
+		// (so on commit) unless it is ''.
+		notifyIns = `SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`
+	)
 	return readyStatements{
 		// Outside a caller's transaction (enqueue.go): the notifier tells
 		// the other processes after (notify.go). $1 topic, $2 data, or
-		// data[] in the order given.
-		insert: r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
-		// One nextval per row. data[] is unnested in the select list, as
-		// the bench's baseline does: the elements come out in array order
-		// and each row takes its id as it comes (TestEnqueueBigBatchAlone
-		// and the conformance suite check the order). In FROM with
-		// ORDINALITY and ORDER BY, the function scan's tuplestore and the
-		// sort cost ~880 more instructions per row (bench/insertcost.sh).
-		insertMany: r.Replace(`INSERT INTO {R} (topic, data)
-			SELECT $1, unnest($2::bytea[])`),
-		// One nextval for the statement: at most as many rows as the
-		// sequence's increment (migration 0004: 1024) take the ids of the
-		// block it reserves, in the order given by construction (the
-		// block's first id plus the row's position). nextval per row was
-		// ~1,400 of the ~16,300 instructions of a row (bench/insertcost.sh);
-		// a WITH query runs once per statement.
-		insertBlock: r.Replace(`WITH b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)
-			INSERT INTO {R} (id, topic, data)
-			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)`),
+		// data[].
+		insert:      r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
+		insertMany:  r.Replace(perRow),
+		insertBlock: r.Replace(`WITH ` + block + ` ` + blockRows),
 
-		// In a caller's transaction: notify channel $3 in the statement
-		// (so on commit) unless it is ''. $1 topic, $2 data.
+		// In a caller's transaction. $1 topic, $2 data or data[], $3
+		// channel.
 		enqueue: r.Replace(`WITH ins AS (
 				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
 			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
-		// $1 topic, $2 data[], $3 channel; as insertMany and insertBlock.
-		enqueueBatch: r.Replace(`WITH ins AS (
-				INSERT INTO {R} (topic, data)
-				SELECT $1, unnest($2::bytea[])
-				RETURNING id)
-			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
-		enqueueBatchBlock: r.Replace(`WITH b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first),
-			ins AS (
-				INSERT INTO {R} (id, topic, data)
-				SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)
-				RETURNING id)
-			SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`),
+		enqueueBatch:      r.Replace(`WITH ins AS (` + perRow + ` RETURNING id) ` + notifyIns),
+		enqueueBatchBlock: r.Replace(`WITH ` + block + `, ins AS (` + blockRows + ` RETURNING id) ` + notifyIns),
 
 		// See claimSQL and topicState.claim.
 		claim: r.Replace(claimSQL),
