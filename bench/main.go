@@ -178,7 +178,7 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		// Past reps, only the systems whose timed runs add up to less
 		// than cfg.MinTime run again, up to cfg.MaxReps.
-		reps, most := cfg.Reps, max(cfg.Reps, cfg.MaxReps)
+		reps, most := cfg.Reps, cfg.MaxReps // validate: MaxReps >= Reps when MinTime is set
 		if sc == ScBacklog {
 			reps = max(1, cfg.BacklogReps)
 			most = reps

@@ -161,7 +161,7 @@ type topicMeta struct {
 // fit in one (stmts.insertBlock, stmts.enqueueBatchBlock), else with one
 // nextval per row (stmts.insertMany, stmts.enqueueBatch).
 func (m *topicMeta) many(rows int, inTx bool) string {
-	block := int64(rows) <= m.block && m.block > 1
+	block := int64(rows) <= m.block // the block holds them all (an increment below 1 holds none)
 	switch {
 	case inTx && block:
 		return m.stmts.enqueueBatchBlock
@@ -200,13 +200,12 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: look up the ready table of topic %q: %w", st.name, err)
 	}
-	var seq string
-	var inc int64
-	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&seq, &inc); err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
+	seq, err := ps.idSeq(ctx, table)
+	if err != nil {
+		return nil, err
 	}
-	m := &topicMeta{ch: channelName(q, st.name), ready: ready, block: inc,
-		stmts: newReadyStatements(ps.opts.Table, ready, seq)}
+	m := &topicMeta{ch: channelName(q, st.name), ready: ready, block: seq.increment,
+		stmts: newReadyStatements(ps.opts.Table, ready, seq.name)}
 	st.meta.Store(m)
 	return m, nil
 }

@@ -28,7 +28,8 @@ type PubSub struct {
 	opts  Options
 	stmts statements
 
-	qualified atomic.Pointer[string] // schema.table, once looked up
+	qualified atomic.Pointer[string]     // schema.table, once looked up
+	ids       atomic.Pointer[idSequence] // the message table's id sequence, once looked up
 
 	mu       sync.RWMutex
 	isClosed bool
@@ -256,6 +257,29 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	}
 	ps.qualified.Store(&q)
 	return q, nil
+}
+
+// idSequence is the message table's id sequence: its schema-qualified,
+// quoted name, and its increment, how many ids one nextval reserves
+// (migration 0004).
+type idSequence struct {
+	name      string
+	increment int64
+}
+
+// idSeq returns the message table's id sequence, looking it up once per
+// PubSub; table is the table's schema-qualified, quoted name.
+func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) {
+	if s := ps.ids.Load(); s != nil {
+		return s, nil
+	}
+	// No lock while querying, as in qualifiedTable.
+	var s idSequence
+	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
+	}
+	ps.ids.Store(&s)
+	return &s, nil
 }
 
 // wakeLocal wakes this PubSub's consumers of topic name, if it has any.
