@@ -76,7 +76,7 @@ func (ps *PubSub) analyzeYoung(at int64) int64 {
 	if err != nil {
 		if !ps.closing() {
 			ps.opts.Logger.Debug("dbpubsub: analyzing the young message table failed; autovacuum will",
-				"table", ps.opts.Table, "err", err)
+				"table", ps.opts.Table, "error", err)
 		}
 		return 0
 	}

@@ -284,7 +284,7 @@ func (st *topicState) fetch() {
 			}
 			break
 		}
-		log.Warn("dbpubsub: cannot look up the message table; retrying", "err", err)
+		log.Warn("dbpubsub: cannot look up the message table; retrying", "error", err)
 		if !ps.sleep(bo.next()) {
 			return
 		}
@@ -336,7 +336,7 @@ func (st *topicState) fetch() {
 			if ps.closing() {
 				return
 			}
-			log.Warn("dbpubsub: claim failed; retrying", "err", err)
+			log.Warn("dbpubsub: claim failed; retrying", "error", err)
 			if !ps.sleep(bo.next()) {
 				return
 			}
@@ -357,7 +357,7 @@ func (st *topicState) fetch() {
 		// Nothing more is ready: sleep until something may be.
 		wait := ps.opts.PollInterval
 		if next, ok, err := st.nextRunAt(); err != nil {
-			log.Warn("dbpubsub: looking up the next due message failed", "err", err)
+			log.Warn("dbpubsub: looking up the next due message failed", "error", err)
 		} else if ok {
 			wait = min(wait, max(time.Until(next)+time.Millisecond, 5*time.Millisecond))
 		}
@@ -493,7 +493,7 @@ func (st *topicState) renewBuffered() {
 		return rows.Err()
 	}()
 	if err != nil {
-		ps.opts.Logger.Warn("dbpubsub: renewing the leases of buffered messages failed", "topic", st.name, "err", err)
+		ps.opts.Logger.Warn("dbpubsub: renewing the leases of buffered messages failed", "topic", st.name, "error", err)
 		return // handOut renews each one, or drops it
 	}
 	asked := make(map[int64]bool, len(ids))
@@ -557,7 +557,7 @@ func (st *topicState) release(ds []*delivery) {
 	ch, _ := st.channel(ctx) // known: rows were claimed
 	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.release, ids, tokens, ch); err != nil {
 		ps.opts.Logger.Warn("dbpubsub: giving back claimed messages failed; they come back when their lease runs out",
-			"topic", st.name, "count", len(ds), "err", err)
+			"topic", st.name, "count", len(ds), "error", err)
 	}
 }
 

@@ -107,12 +107,12 @@ func (l *listener) run() {
 					return
 				}
 				if errors.Is(err, errNotPgx) {
-					log.Warn("dbpubsub: LISTEN/NOTIFY is off, consumers poll", "err", err)
+					log.Warn("dbpubsub: LISTEN/NOTIFY is off, consumers poll", "error", err)
 					l.disable()
 					<-ctx.Done()
 					return
 				}
-				log.Warn("dbpubsub: listener cannot connect; consumers poll meanwhile", "err", err)
+				log.Warn("dbpubsub: listener cannot connect; consumers poll meanwhile", "error", err)
 				if !sleepCtx(ctx, bo.next()) {
 					return
 				}
@@ -124,7 +124,7 @@ func (l *listener) run() {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("dbpubsub: listener cannot connect; consumers poll meanwhile", "err", err)
+			log.Warn("dbpubsub: listener cannot connect; consumers poll meanwhile", "error", err)
 			if !sleepCtx(ctx, bo.next()) {
 				return
 			}
@@ -139,7 +139,7 @@ func (l *listener) run() {
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("dbpubsub: listener connection lost; reconnecting, consumers poll meanwhile", "err", err)
+		log.Warn("dbpubsub: listener connection lost; reconnecting, consumers poll meanwhile", "error", err)
 		if !sleepCtx(ctx, bo.next()) {
 			return
 		}

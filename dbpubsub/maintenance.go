@@ -22,7 +22,7 @@ func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) er
 			return
 		}
 		if err := f(ps.ctx); err != nil && !ps.closing() {
-			ps.opts.Logger.Warn("dbpubsub: "+what+" failed", "err", err)
+			ps.opts.Logger.Warn("dbpubsub: "+what+" failed", "error", err)
 		}
 	}
 }

@@ -316,11 +316,11 @@ func (b *backoff) next() time.Duration {
 
 func (b *backoff) reset() { b.d = 0 }
 
-// ctxErr prefers ctx's error over err when ctx has ended, so callers can
-// match context.Canceled and context.DeadlineExceeded.
+// ctxErr puts ctx's error first when ctx has ended, so callers can match
+// context.Canceled and context.DeadlineExceeded; err stays matchable too.
 func ctxErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w (%v)", cerr, err)
+		return fmt.Errorf("%w (%w)", cerr, err)
 	}
 	return err
 }

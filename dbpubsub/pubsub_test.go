@@ -2,6 +2,7 @@ package dbpubsub_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -806,5 +807,39 @@ func TestEnqueueCanceledWhileRunning(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// The logs of dbpubsub give the error under the key "error", as every
+// package of conveyor does (event, the template app), so one query finds
+// them all.
+func TestLogsNameTheErrorKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	var logs syncbuf.Buffer
+	opts := dbpubsub.Options{PollInterval: 100 * time.Millisecond, ListenDSN: "not a dsn ::", Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+	tp := newPubSub(t, db, opts).Topic("t")
+	if err := tp.Enqueue(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dequeueWithin(t, tp, 10*time.Second).Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if _, ok := rec["err"]; ok {
+			t.Errorf("log record %q has the key \"err\", want \"error\"", line)
+		}
+		if s, _ := rec["error"].(string); s != "" && strings.Contains(rec["msg"].(string), "LISTEN/NOTIFY is off") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("logs %q: want the listener's failure with its error under \"error\"", logs.String())
 	}
 }

@@ -12,9 +12,11 @@ import (
 
 // Register registers a PubSub with the default Options as the
 // pubsub.PubSub of the injector in ctx, built on first use from the
-// *bun.DB the app registered (di.RegisterSingleton(ctx, db)) and closed by
-// di.Shutdown before that DB. It is the durable twin of
-// channelpubsub.Register.
+// *bun.DB the app registered, and closed by di.Shutdown before that DB. An
+// app that keeps and closes the DB itself (or shares it with other
+// injectors) registers it with di.RegisterBorrowed; with
+// di.RegisterSingleton, di.Shutdown closes it too. It is the durable twin
+// of channelpubsub.Register.
 func Register(ctx context.Context) error {
 	return RegisterWithOptions(ctx, Options{})
 }
@@ -27,7 +29,7 @@ func RegisterWithOptions(ctx context.Context, opts Options) error {
 	return di.RegisterLazySingleton(ctx, func(ctx context.Context) (pubsub.PubSub, error) {
 		db, err := di.Resolve[*bun.DB](ctx)
 		if err != nil {
-			return nil, fmt.Errorf("dbpubsub: the PubSub needs the app's *bun.DB in the injector (di.RegisterSingleton(ctx, db)): %w", err)
+			return nil, fmt.Errorf("dbpubsub: the PubSub needs the app's *bun.DB in the injector (di.RegisterBorrowed(ctx, db) or di.RegisterSingleton(ctx, db)): %w", err)
 		}
 		return New(db, opts)
 	})

@@ -12,13 +12,41 @@ import (
 // RegisterSingleton registers v as the service of type T. The value is
 // already built (eager): every Resolve[T] returns v.
 //
-// If v implements one of do's shutdown interfaces (Shutdown(), Shutdown()
-// error, Shutdown(ctx), Shutdown(ctx) error) it is shut down by Shutdown;
-// otherwise, if it implements io.Closer, it is closed by Shutdown.
+// The injector owns v from then on: if v implements one of do's shutdown
+// interfaces (Shutdown(), Shutdown() error, Shutdown(ctx), Shutdown(ctx)
+// error) it is shut down by Shutdown; otherwise, if it implements
+// io.Closer, it is closed by Shutdown. To register a value that the caller
+// keeps and stops itself, use RegisterBorrowed.
 //
 // Registering a second service of type T returns ErrAlreadyRegistered.
 func RegisterSingleton[T any](ctx context.Context, v T) error {
 	return registerValue(ctx, "RegisterSingleton", "", v)
+}
+
+// RegisterBorrowed registers v, a value the caller owns and stops itself,
+// as the service of type T: every Resolve[T] returns v, and Shutdown never
+// shuts it down nor closes it. Use it for what outlives the injector or is
+// shared with others, such as a *bun.DB that several injectors or PubSubs
+// use; RegisterSingleton hands v over to the injector instead.
+//
+// Registering a second service of type T returns ErrAlreadyRegistered.
+func RegisterBorrowed[T any](ctx context.Context, v T) error {
+	b, err := from(ctx, "RegisterBorrowed")
+	if err != nil {
+		return err
+	}
+	key, svc := newService[T]("")
+	st := b.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, dup := st.services[key]; dup {
+		return fmt.Errorf("%w: %s", ErrAlreadyRegistered, svc.display)
+	}
+	st.addLocked(key, svc)
+	// A transient service is never shut down by do: it keeps no instance.
+	do.ProvideNamedTransient(st.root, svc.doName, func(do.Injector) (T, error) { return v, nil })
+	svc.value, svc.built = v, true
+	return nil
 }
 
 // RegisterNamedSingleton registers v as the service of type T named name,

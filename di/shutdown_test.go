@@ -255,3 +255,34 @@ func TestShutdownCanceledContext(t *testing.T) {
 		t.Errorf("stopped %q; want %q (Close does not take a ctx and is still called)", got, want)
 	}
 }
+
+// A borrowed value stays its owner's: Shutdown neither shuts it down nor
+// closes it, and it is served like any singleton until then.
+func TestShutdownLeavesBorrowedValues(t *testing.T) {
+	t.Parallel()
+	ctx := NewContext(context.Background())
+	rec := &recorder{}
+	c := &closer{rec: rec, name: "c"}
+	s := &stopWithErr{rec: rec}
+	must(t, RegisterBorrowed(ctx, c))
+	must(t, RegisterBorrowed(ctx, s))
+	if err := RegisterBorrowed(ctx, &closer{rec: rec}); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Errorf("second RegisterBorrowed of one type = %v, want ErrAlreadyRegistered", err)
+	}
+	lazyOn(t, ctx, &stopPlain{rec: rec}, dep[*closer], dep[*stopWithErr])
+	var h struct {
+		C *closer    `inject:""`
+		P *stopPlain `inject:""`
+	}
+	must(t, Fill(ctx, &h))
+	if h.C != c {
+		t.Fatalf("filled %p, want the borrowed value %p", h.C, c)
+	}
+	if got, err := Resolve[*stopWithErr](ctx); err != nil || got != s {
+		t.Fatalf("Resolve = %p, %v; want the borrowed value %p", got, err, s)
+	}
+	must(t, Shutdown(ctx))
+	if got := rec.stopped(); !slices.Equal(got, []string{"plain"}) {
+		t.Errorf("stopped %q; want only the service the injector built", got)
+	}
+}

@@ -42,7 +42,9 @@ type RetryPolicy struct {
 	Jitter float64
 }
 
-// WithDefaults returns p with its zero fields set to the defaults.
+// WithDefaults returns p with its zero fields set to the defaults. It is
+// idempotent: a negative Jitter (no jitter) stays negative, so applying the
+// defaults again never turns jitter back on.
 func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
@@ -57,7 +59,7 @@ func (p RetryPolicy) WithDefaults() RetryPolicy {
 		p.Jitter = DefaultJitter
 	}
 	if p.Jitter < 0 {
-		p.Jitter = 0
+		p.Jitter = -1
 	}
 	if p.MaxBackoff < p.MinBackoff {
 		p.MaxBackoff = p.MinBackoff
@@ -106,17 +108,4 @@ func (p RetryPolicy) Backoff(attempt int) time.Duration {
 		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
 	}
 	return d
-}
-
-// DefaultMaxDataSize is the payload size limit backends use unless
-// configured otherwise: 4 MiB.
-const DefaultMaxDataSize = 4 << 20
-
-// CheckSize returns an error wrapping ErrTooLarge when data is longer than
-// limit bytes. Backends call it on Enqueue.
-func CheckSize(data []byte, limit int) error {
-	if len(data) > limit {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), limit)
-	}
-	return nil
 }

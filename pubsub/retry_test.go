@@ -63,3 +63,30 @@ func TestValidate(t *testing.T) {
 		t.Errorf("zero policy: %v", err)
 	}
 }
+
+// A policy with its defaults applied must behave as the policy itself:
+// backends apply the defaults once in their options and Backoff applies
+// them again.
+func TestWithDefaultsIsIdempotent(t *testing.T) {
+	cases := map[string]RetryPolicy{
+		"zero":      {},
+		"no jitter": {Jitter: -1},
+		"custom":    {MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Second, Jitter: 0.5},
+		"max below": {MinBackoff: time.Minute, MaxBackoff: time.Second},
+	}
+	for name, p := range cases {
+		once := p.WithDefaults()
+		if twice := once.WithDefaults(); twice != once {
+			t.Errorf("%s: WithDefaults twice = %+v, once = %+v", name, twice, once)
+		}
+	}
+}
+
+func TestNoJitterSurvivesDefaults(t *testing.T) {
+	p := RetryPolicy{MinBackoff: time.Second, Jitter: -1}.WithDefaults()
+	for i := range 100 {
+		if got := p.Backoff(1); got != time.Second {
+			t.Fatalf("run %d: Backoff(1) of a no-jitter policy after WithDefaults = %v, want exactly 1s", i, got)
+		}
+	}
+}
