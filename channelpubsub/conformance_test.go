@@ -9,8 +9,14 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
-func TestConformance(t *testing.T) {
-	pubsubtest.Run(t, pubsubtest.Harness{
+func TestConformance(t *testing.T) { pubsubtest.Run(t, harness()) }
+
+// TestConformanceWrapped runs the suite through a wrapping Topic: every
+// ability stays reachable.
+func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(harness())) }
+
+func harness() pubsubtest.Harness {
+	return pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
 			ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{
 				// The suite enqueues up to 200 messages before it dequeues;
@@ -30,5 +36,6 @@ func TestConformance(t *testing.T) {
 		Register: func(_ testing.TB, ctx context.Context) error {
 			return channelpubsub.Register(ctx)
 		},
-	})
+		Abilities: pubsubtest.AllMessageAbilities(),
+	}
 }

@@ -143,6 +143,16 @@ func (q *queue) stopTimers() {
 	}
 }
 
+// refuseTx fails an enqueue asked to run in the caller's transaction
+// (pubsub.WithTx): memory cannot take part in it, and enqueueing anyway
+// would lose the atomicity the caller asked for.
+func (q *queue) refuseTx(ctx context.Context) error {
+	if tx := pubsub.TxFrom(ctx); tx != nil {
+		return fmt.Errorf("channelpubsub: enqueue on topic %q in a transaction (%T): the in-memory backend cannot take part in one: %w", q.name, tx, pubsub.ErrUnsupported)
+	}
+	return nil
+}
+
 // errDuplicate says a unique key is taken; EnqueueUnique turns it into false.
 var errDuplicate = errors.New("duplicate key")
 
@@ -152,6 +162,9 @@ var errDuplicate = errors.New("duplicate key")
 func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
 	if err := pubsub.CheckSize(data, q.ps.opts.MaxDataSize); err != nil {
 		return fmt.Errorf("channelpubsub: enqueue on topic %q: %w", q.name, err)
+	}
+	if err := q.refuseTx(ctx); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err

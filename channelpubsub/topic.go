@@ -61,6 +61,9 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, q.name, err)
 		}
 	}
+	if err := q.refuseTx(ctx); err != nil {
+		return err
+	}
 	select {
 	case q.batchSlot <- struct{}{}:
 	case <-ctx.Done():

@@ -11,17 +11,21 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
-func TestConformance(t *testing.T) { conformance(t, false) }
+func TestConformance(t *testing.T) { pubsubtest.Run(t, harness(false)) }
 
 // TestConformanceAsyncAck runs the suite with acks written asynchronously.
-func TestConformanceAsyncAck(t *testing.T) { conformance(t, true) }
+func TestConformanceAsyncAck(t *testing.T) { pubsubtest.Run(t, harness(true)) }
 
-func conformance(t *testing.T, asyncAck bool) {
+// TestConformanceWrapped runs the suite through a wrapping Topic: every
+// ability stays reachable.
+func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(harness(false))) }
+
+func harness(asyncAck bool) pubsubtest.Harness {
 	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
 	options := func(cfg pubsubtest.Config) dbpubsub.Options {
 		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, AsyncAck: asyncAck}
 	}
-	pubsubtest.Run(t, pubsubtest.Harness{
+	return pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
 			dsn, db := newStore(t)
 			ps := newPubSub(t, db, options(cfg))
@@ -47,6 +51,12 @@ func conformance(t *testing.T, asyncAck bool) {
 			}
 			return dbpubsub.Register(ctx)
 		},
-		Features: pubsubtest.Features{Durable: true, Shared: true},
-	})
+		Abilities: abilities(),
+	}
+}
+
+func abilities() pubsubtest.Abilities {
+	a := pubsubtest.AllMessageAbilities()
+	a.Durable, a.Shared = true, true
+	return a
 }

@@ -47,7 +47,7 @@ func Example() {
 	}
 }
 
-func ExampleEnqueueTx() {
+func ExampleWithTx() {
 	ctx := context.Background()
 	db, err := dbpubsub.Open(os.Getenv("DATABASE_URL"))
 	if err != nil {
@@ -66,7 +66,7 @@ func ExampleEnqueueTx() {
 		if _, err := tx.NewRaw("INSERT INTO orders (id) VALUES (?)", 1).Exec(ctx); err != nil {
 			return err
 		}
-		return dbpubsub.EnqueueTx(ctx, orders, tx, []byte(`{"id":1}`))
+		return orders.Enqueue(dbpubsub.WithTx(ctx, tx), []byte(`{"id":1}`))
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -79,12 +79,13 @@ func ExampleRegister() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := di.RegisterSingleton(ctx, db); err != nil {
+	if err := di.RegisterBorrowed(ctx, db); err != nil { // the app closes db
 		log.Fatal(err)
 	}
 	if err := dbpubsub.Register(ctx); err != nil { // was: channelpubsub.Register(ctx)
 		log.Fatal(err)
 	}
+	defer db.Close()
 	defer di.Shutdown(ctx)
 	ps, err := di.Resolve[pubsub.PubSub](ctx)
 	if err != nil {

@@ -74,12 +74,12 @@ func TestBatchIDs(t *testing.T) {
 		{"1025", 1025, false, func(tp pubsub.Topic, b [][]byte) error { return pubsub.EnqueueBatch(ctx, tp, b) }},
 		{"100 in a transaction", 100, true, func(tp pubsub.Topic, b [][]byte) error {
 			return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				return dbpubsub.EnqueueBatchTx(ctx, tp, tx, b)
+				return pubsub.EnqueueBatch(dbpubsub.WithTx(ctx, tx), tp, b)
 			})
 		}},
 		{"1025 in a transaction", 1025, false, func(tp pubsub.Topic, b [][]byte) error {
 			return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				return dbpubsub.EnqueueBatchTx(ctx, tp, tx, b)
+				return pubsub.EnqueueBatch(dbpubsub.WithTx(ctx, tx), tp, b)
 			})
 		}},
 	} {

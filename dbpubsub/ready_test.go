@@ -135,7 +135,7 @@ func TestLateCommitBelowFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := dbpubsub.EnqueueTx(ctx, tp, tx, []byte("late")); err != nil {
+	if err := tp.Enqueue(dbpubsub.WithTx(ctx, tx), []byte("late")); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {

@@ -17,8 +17,8 @@ import (
 )
 
 // Topic is a handle on one topic of a PubSub. Besides pubsub.Topic it has
-// every optional ability of package pubsub, and enqueue in the caller's
-// transaction (EnqueueTx, EnqueueBatchTx).
+// every optional ability of package pubsub; every enqueue runs in the
+// caller's transaction when ctx carries one (WithTx).
 type Topic struct {
 	st     *topicState
 	err    error // the name is invalid
@@ -27,42 +27,13 @@ type Topic struct {
 	enq    enqGroup // enqueues sharing statements (enqueue.go)
 }
 
-// TxEnqueuer is a topic that can enqueue in the caller's transaction.
-// Topics of this package implement it; see EnqueueTx.
-type TxEnqueuer interface {
-	EnqueueTx(ctx context.Context, idb bun.IDB, data []byte) error
-	EnqueueBatchTx(ctx context.Context, idb bun.IDB, data [][]byte) error
-}
-
 var (
 	_ pubsub.Delayer        = (*Topic)(nil)
 	_ pubsub.BatchEnqueuer  = (*Topic)(nil)
 	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
 	_ pubsub.DeadLetters    = (*Topic)(nil)
 	_ pubsub.Stater         = (*Topic)(nil)
-	_ TxEnqueuer            = (*Topic)(nil)
 )
-
-// EnqueueTx enqueues data on t inside idb, the caller's *bun.DB, bun.Tx or
-// bun.Conn: when idb is a transaction that rolls back, the message never
-// existed. t must be a topic of this package (as every topic of a
-// dbpubsub.PubSub is, also when injected as a pubsub.Topic).
-func EnqueueTx(ctx context.Context, t pubsub.Topic, idb bun.IDB, data []byte) error {
-	tx, ok := t.(TxEnqueuer)
-	if !ok {
-		return fmt.Errorf("dbpubsub: EnqueueTx on a %T: %w", t, pubsub.ErrUnsupported)
-	}
-	return tx.EnqueueTx(ctx, idb, data)
-}
-
-// EnqueueBatchTx is EnqueueTx for many messages, in one statement.
-func EnqueueBatchTx(ctx context.Context, t pubsub.Topic, idb bun.IDB, data [][]byte) error {
-	tx, ok := t.(TxEnqueuer)
-	if !ok {
-		return fmt.Errorf("dbpubsub: EnqueueBatchTx on a %T: %w", t, pubsub.ErrUnsupported)
-	}
-	return tx.EnqueueBatchTx(ctx, idb, data)
-}
 
 // Name returns the topic's name ("" for an invalid one).
 func (t *Topic) Name() string {
@@ -75,22 +46,13 @@ func (t *Topic) Name() string {
 // Enqueue adds a copy of data, ready at once. It returns when the row is
 // committed.
 func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
-	return t.enqueue(ctx, txFrom(ctx), "enqueue", data, time.Time{})
+	return t.enqueue(ctx, "enqueue", data, time.Time{})
 }
 
 // EnqueueAt adds a copy of data, to be delivered no earlier than at (by the
 // database's clock).
 func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	return t.enqueue(ctx, txFrom(ctx), "enqueue", data, at)
-}
-
-// EnqueueTx adds a copy of data inside idb (see the package function
-// EnqueueTx). The consumers are notified when idb's transaction commits.
-func (t *Topic) EnqueueTx(ctx context.Context, idb bun.IDB, data []byte) error {
-	if idb == nil {
-		return errors.New("dbpubsub: EnqueueTx: nil bun.IDB")
-	}
-	return t.enqueue(ctx, idb, "enqueue in transaction", data, time.Time{})
+	return t.enqueue(ctx, "enqueue", data, at)
 }
 
 // MaxUniqueKeyLen is the longest key EnqueueUnique accepts, in bytes.
@@ -131,11 +93,12 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 		data = []byte{}
 	}
 	var ex execer = ps.sqldb
-	idb := txFrom(ctx)
+	idb, txex, err := txFrom(ctx)
+	if err != nil {
+		return false, err
+	}
 	if idb != nil {
-		if ex, err = rawExecer(idb); err != nil {
-			return false, err
-		}
+		ex = txex
 	}
 	added := false
 	err = ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
@@ -159,16 +122,7 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 // EnqueueBatch adds a copy of every item of data in one statement: all or
 // none.
 func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
-	return t.enqueueBatch(ctx, txFrom(ctx), data)
-}
-
-// EnqueueBatchTx is EnqueueBatch inside idb, the caller's *bun.DB, bun.Tx
-// or bun.Conn.
-func (t *Topic) EnqueueBatchTx(ctx context.Context, idb bun.IDB, data [][]byte) error {
-	if idb == nil {
-		return errors.New("dbpubsub: EnqueueBatchTx: nil bun.IDB")
-	}
-	return t.enqueueBatch(ctx, idb, data)
+	return t.enqueueBatch(ctx, data)
 }
 
 // execer is what the hot path runs its constant SQL on: *sql.DB, *sql.Tx
@@ -203,23 +157,7 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 	return f(sctx, ex)
 }
 
-func rawExecer(idb bun.IDB) (execer, error) {
-	switch v := idb.(type) {
-	case *bun.DB:
-		return v.DB, nil
-	case bun.Tx:
-		return v.Tx, nil
-	case *bun.Tx:
-		return v.Tx, nil
-	case bun.Conn:
-		return v.Conn, nil
-	case *bun.Conn:
-		return v.Conn, nil
-	}
-	return nil, fmt.Errorf("dbpubsub: unsupported bun.IDB %T, want *bun.DB, bun.Tx or bun.Conn", idb)
-}
-
-func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte, at time.Time) error {
+func (t *Topic) enqueue(ctx context.Context, op string, data []byte, at time.Time) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -231,12 +169,9 @@ func (t *Topic) enqueue(ctx context.Context, idb bun.IDB, op string, data []byte
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var ex execer
-	if idb != nil {
-		var err error
-		if ex, err = rawExecer(idb); err != nil {
-			return err
-		}
+	idb, ex, err := txFrom(ctx)
+	if err != nil {
+		return err
 	}
 	m, err := st.lookup(ctx)
 	if err != nil {
@@ -290,7 +225,7 @@ func (st *topicState) committed(idb bun.IDB, ch string) {
 	st.ps.notifyLater(ch)
 }
 
-func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) error {
+func (t *Topic) enqueueBatch(ctx context.Context, data [][]byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -314,12 +249,9 @@ func (t *Topic) enqueueBatch(ctx context.Context, idb bun.IDB, data [][]byte) er
 	if len(items) == 0 {
 		return nil
 	}
-	var ex execer
-	if idb != nil {
-		var err error
-		if ex, err = rawExecer(idb); err != nil {
-			return err
-		}
+	idb, ex, err := txFrom(ctx)
+	if err != nil {
+		return err
 	}
 	m, err := st.lookup(ctx)
 	if err != nil {

@@ -2,18 +2,20 @@ package dbpubsub
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-type txKey struct{}
-
-// WithTx returns a copy of ctx that makes every enqueue of a dbpubsub topic
-// called with it (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique) run
-// inside idb, the caller's bun.Tx (or *bun.DB, bun.Conn): the messages
-// exist exactly when the caller's writes commit. It lets code that knows
-// only a pubsub.Topic or an event.Dispatcher write in the caller's
-// transaction:
+// WithTx returns a copy of ctx that makes every enqueue called with it
+// (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique, an event.Dispatcher's
+// Dispatch) run inside idb, the caller's bun.Tx (or *bun.DB, bun.Conn):
+// the messages exist exactly when the caller's writes commit, and
+// consumers are notified then. It is pubsub.WithTx with a bun.IDB; code
+// that knows only a pubsub.Topic, a wrapper of one, or an event.Dispatcher
+// writes in the caller's transaction through it:
 //
 //	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 //		if _, err := tx.NewInsert().Model(&order).Exec(ctx); err != nil {
@@ -22,14 +24,38 @@ type txKey struct{}
 //		return events.Dispatch(dbpubsub.WithTx(ctx, tx), OrderPlaced{ID: order.ID})
 //	})
 //
-// Consumers are notified when the transaction commits. Other backends
-// ignore the transaction in ctx.
+// A backend that cannot write in idb (channelpubsub) refuses the enqueue
+// with an error wrapping pubsub.ErrUnsupported.
 func WithTx(ctx context.Context, idb bun.IDB) context.Context {
-	return context.WithValue(ctx, txKey{}, idb)
+	if idb == nil {
+		return pubsub.WithTx(ctx, nil)
+	}
+	return pubsub.WithTx(ctx, idb)
 }
 
-// txFrom returns the bun.IDB WithTx put in ctx, or nil.
-func txFrom(ctx context.Context) bun.IDB {
-	idb, _ := ctx.Value(txKey{}).(bun.IDB)
-	return idb
+// txFrom returns the caller's transaction that ctx asks an enqueue to run
+// in, as the bun.IDB and the database/sql handle under it, or nils when
+// there is none. A transaction this package cannot write in is an error
+// wrapping pubsub.ErrUnsupported.
+func txFrom(ctx context.Context) (bun.IDB, execer, error) {
+	v := pubsub.TxFrom(ctx)
+	if v == nil {
+		return nil, nil, nil
+	}
+	idb, ok := v.(bun.IDB)
+	if ok {
+		switch t := idb.(type) {
+		case *bun.DB:
+			return idb, t.DB, nil
+		case bun.Tx:
+			return idb, t.Tx, nil
+		case *bun.Tx:
+			return idb, t.Tx, nil
+		case bun.Conn:
+			return idb, t.Conn, nil
+		case *bun.Conn:
+			return idb, t.Conn, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("dbpubsub: cannot enqueue in a transaction of type %T, want a bun.Tx, *bun.DB or bun.Conn: %w", v, pubsub.ErrUnsupported)
 }

@@ -130,7 +130,7 @@ func TestDispatcherSource(t *testing.T) {
 
 // TestRolledBackTransaction dispatches events in the caller's own
 // transaction, through an injected Dispatcher with dbpubsub.WithTx and by
-// hand with event.Encode and dbpubsub.EnqueueTx: a rolled-back one is never
+// hand with event.Encode and Enqueue in dbpubsub.WithTx: a rolled-back one is never
 // delivered.
 func TestRolledBackTransaction(t *testing.T) {
 	for _, b := range backends {
@@ -162,7 +162,7 @@ func TestRolledBackTransaction(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if err := dbpubsub.EnqueueTx(ctx, tp, tx, data); err != nil {
+						if err := tp.Enqueue(dbpubsub.WithTx(ctx, tx), data); err != nil {
 							return err
 						}
 					} else if err := d.Dispatch(dbpubsub.WithTx(ctx, tx), OrderPlaced{ID: id}); err != nil {

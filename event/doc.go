@@ -54,7 +54,9 @@
 //		return checkout.Events.Dispatch(dbpubsub.WithTx(ctx, tx), OrderPlaced{ID: 42})
 //	})
 //
-// Encode and dbpubsub.EnqueueTx do the same by hand.
+// Encode and Topic.Enqueue with the same ctx do the same by hand. On a
+// backend that cannot write in the transaction (channelpubsub), Dispatch
+// returns an error wrapping pubsub.ErrUnsupported.
 //
 // # Handling and outcomes
 //

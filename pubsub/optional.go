@@ -8,8 +8,9 @@ import (
 
 // Optional abilities. A backend offers one by implementing the interface on
 // its Topic or Message; callers use the package-level helper of the same
-// name, which says ErrUnsupported (or uses the documented fallback) where
-// the backend lacks it.
+// name, which finds the ability through wrappers (see As) and says
+// ErrUnsupported (or uses the documented fallback) where the backend lacks
+// it.
 
 // Delayer is a Topic that can hold a message back until a given time.
 type Delayer interface {
@@ -102,7 +103,7 @@ type Stats struct {
 // EnqueueAt enqueues data to be delivered no earlier than at. A time in the
 // past means now. Without a Delayer it returns ErrUnsupported.
 func EnqueueAt(ctx context.Context, t Topic, data []byte, at time.Time) error {
-	d, ok := t.(Delayer)
+	d, ok := As[Delayer](t)
 	if !ok {
 		return unsupported(t, "delayed enqueue")
 	}
@@ -118,7 +119,7 @@ func EnqueueDelayed(ctx context.Context, t Topic, data []byte, delay time.Durati
 // call, all or none; otherwise it falls back to one Enqueue per item,
 // stopping at the first error, so a prefix may have been enqueued.
 func EnqueueBatch(ctx context.Context, t Topic, data [][]byte) error {
-	if b, ok := t.(BatchEnqueuer); ok {
+	if b, ok := As[BatchEnqueuer](t); ok {
 		return b.EnqueueBatch(ctx, data)
 	}
 	for i, d := range data {
@@ -132,7 +133,7 @@ func EnqueueBatch(ctx context.Context, t Topic, data [][]byte) error {
 // EnqueueUnique enqueues data unless t already keeps a message with key.
 // Without a UniqueEnqueuer it returns ErrUnsupported.
 func EnqueueUnique(ctx context.Context, t Topic, key string, data []byte) (bool, error) {
-	u, ok := t.(UniqueEnqueuer)
+	u, ok := As[UniqueEnqueuer](t)
 	if !ok {
 		return false, unsupported(t, "unique enqueue")
 	}
@@ -142,7 +143,7 @@ func EnqueueUnique(ctx context.Context, t Topic, key string, data []byte) (bool,
 // Attempt returns m's delivery number (1 on the first delivery), or 0 if
 // the backend does not count.
 func Attempt(m Message) int {
-	if a, ok := m.(Attempter); ok {
+	if a, ok := As[Attempter](m); ok {
 		return a.Attempt()
 	}
 	return 0
@@ -151,7 +152,7 @@ func Attempt(m Message) int {
 // ExtendLease extends m's lease to now+d. Without a LeaseExtender it
 // returns ErrUnsupported.
 func ExtendLease(ctx context.Context, m Message, d time.Duration) error {
-	if e, ok := m.(LeaseExtender); ok {
+	if e, ok := As[LeaseExtender](m); ok {
 		return e.ExtendLease(ctx, d)
 	}
 	return unsupported(m, "lease extension")
@@ -160,7 +161,7 @@ func ExtendLease(ctx context.Context, m Message, d time.Duration) error {
 // Fail nacks m, recording reason. Without a Failer it falls back to Nack
 // and the reason is not kept.
 func Fail(ctx context.Context, m Message, reason error) error {
-	if f, ok := m.(Failer); ok {
+	if f, ok := As[Failer](m); ok {
 		return f.Fail(ctx, reason)
 	}
 	return m.Nack(ctx)
@@ -169,7 +170,7 @@ func Fail(ctx context.Context, m Message, reason error) error {
 // Reject makes m dead at once, recording reason. Without a Rejecter it
 // returns ErrUnsupported and leaves m unsettled.
 func Reject(ctx context.Context, m Message, reason error) error {
-	if r, ok := m.(Rejecter); ok {
+	if r, ok := As[Rejecter](m); ok {
 		return r.Reject(ctx, reason)
 	}
 	return unsupported(m, "reject")
@@ -177,7 +178,7 @@ func Reject(ctx context.Context, m Message, reason error) error {
 
 // ListDead lists up to limit dead messages of t.
 func ListDead(ctx context.Context, t Topic, limit int) ([]DeadMessage, error) {
-	d, ok := t.(DeadLetters)
+	d, ok := As[DeadLetters](t)
 	if !ok {
 		return nil, unsupported(t, "dead letters")
 	}
@@ -186,7 +187,7 @@ func ListDead(ctx context.Context, t Topic, limit int) ([]DeadMessage, error) {
 
 // RequeueDead makes the dead message id of t ready again.
 func RequeueDead(ctx context.Context, t Topic, id string) error {
-	d, ok := t.(DeadLetters)
+	d, ok := As[DeadLetters](t)
 	if !ok {
 		return unsupported(t, "dead letters")
 	}
@@ -195,7 +196,7 @@ func RequeueDead(ctx context.Context, t Topic, id string) error {
 
 // RequeueAllDead makes every dead message of t ready again.
 func RequeueAllDead(ctx context.Context, t Topic) (int, error) {
-	d, ok := t.(DeadLetters)
+	d, ok := As[DeadLetters](t)
 	if !ok {
 		return 0, unsupported(t, "dead letters")
 	}
@@ -204,7 +205,7 @@ func RequeueAllDead(ctx context.Context, t Topic) (int, error) {
 
 // PurgeDead deletes every dead message of t.
 func PurgeDead(ctx context.Context, t Topic) (int, error) {
-	d, ok := t.(DeadLetters)
+	d, ok := As[DeadLetters](t)
 	if !ok {
 		return 0, unsupported(t, "dead letters")
 	}
@@ -213,7 +214,7 @@ func PurgeDead(ctx context.Context, t Topic) (int, error) {
 
 // TopicStats counts t's messages by state.
 func TopicStats(ctx context.Context, t Topic) (Stats, error) {
-	s, ok := t.(Stater)
+	s, ok := As[Stater](t)
 	if !ok {
 		return Stats{}, unsupported(t, "stats")
 	}

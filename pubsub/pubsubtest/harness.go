@@ -16,15 +16,35 @@ type Config struct {
 	MaxDataSize int           // 0: the backend's default
 }
 
-// Features says which optional behaviour a backend has; the cases for a
-// missing feature are skipped with a note, never counted as passed.
-type Features struct {
+// Abilities says which optional abilities and behaviours a backend has. It
+// is the one place a harness declares them: the suite checks that the
+// backend offers exactly the abilities declared (found through wrappers
+// with pubsub.As), tests each one declared, and skips, with a note, the
+// cases of one not declared (never counting them as passed).
+type Abilities struct {
 	// Durable: messages survive closing a PubSub and opening a new one on
 	// the same store (Reopen).
 	Durable bool
 	// Shared: two PubSubs on one store (Reopen) compete for the same
 	// messages, as separate processes would.
 	Shared bool
+
+	Delay       bool // Topic: pubsub.Delayer
+	Batch       bool // Topic: pubsub.BatchEnqueuer
+	Unique      bool // Topic: pubsub.UniqueEnqueuer
+	DeadLetters bool // Topic: pubsub.DeadLetters
+	Stats       bool // Topic: pubsub.Stater
+	Attempts    bool // Message: pubsub.Attempter
+	ExtendLease bool // Message: pubsub.LeaseExtender
+	FailReasons bool // Message: pubsub.Failer
+	Reject      bool // Message: pubsub.Rejecter
+}
+
+// AllMessageAbilities is every optional ability of a Topic and a Message,
+// for a backend that has them all; add Durable and Shared as they apply.
+func AllMessageAbilities() Abilities {
+	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true,
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true}
 }
 
 // Harness tells the suite how to make a backend.
@@ -38,8 +58,8 @@ type Harness struct {
 	// Register registers, in the injector carried by ctx, a backend with an
 	// empty store of its own, the way an app does (e.g. channelpubsub.Register).
 	Register func(t testing.TB, ctx context.Context) error
-	// Features lists the optional behaviour under test.
-	Features Features
+	// Abilities lists the optional abilities under test.
+	Abilities Abilities
 	// Messages is the size of the concurrency case (8 producers and 8
 	// consumers). 0 means 10,000.
 	Messages int

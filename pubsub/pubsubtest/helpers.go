@@ -103,13 +103,21 @@ func wantData(t *testing.T, m pubsub.Message, data string) {
 }
 
 // wantAttempt checks m's delivery number where the backend counts them.
-func wantAttempt(t *testing.T, m pubsub.Message, want int) {
+func wantAttempt(t *testing.T, h Harness, m pubsub.Message, want int) {
 	t.Helper()
-	if _, ok := m.(pubsub.Attempter); !ok {
+	if !h.Abilities.Attempts {
 		return
 	}
 	if got := pubsub.Attempt(m); got != want {
 		t.Fatalf("message %s: attempt %d, want %d", m.ID(), got, want)
+	}
+}
+
+// need skips the case unless the harness declares the ability it tests.
+func need(t *testing.T, declared bool, what string) {
+	t.Helper()
+	if !declared {
+		t.Skipf("the harness does not declare %s", what)
 	}
 }
 

@@ -26,6 +26,8 @@ func Run(t *testing.T, h Harness) {
 		name string
 		run  func(*testing.T, Harness)
 	}{
+		{"AbilitiesAsDeclared", testAbilities},
+		{"ForeignTransactionRefused", testForeignTx},
 		{"RoundTripExactBytes", testRoundTrip},
 		{"UniqueIDs", testUniqueIDs},
 		{"FIFOForOneConsumer", testFIFO},
@@ -167,7 +169,7 @@ func testNackBackoff(t *testing.T, h Harness) {
 	tp := open(t, newPubSub(t, h, cfg), "nack")
 	enqueue(t, tp, "again")
 	first := dequeue(t, tp)
-	wantAttempt(t, first, 1)
+	wantAttempt(t, h, first, 1)
 
 	start := time.Now()
 	nack(t, first)
@@ -177,17 +179,18 @@ func testNackBackoff(t *testing.T, h Harness) {
 		t.Fatalf("redelivery has ID %q, want %q", second.ID(), first.ID())
 	}
 	wantData(t, second, "again")
-	wantAttempt(t, second, 2)
+	wantAttempt(t, h, second, 2)
 
 	start = time.Now()
 	nack(t, second)
 	third := dequeue(t, tp)
 	atLeast(t, "second redelivery", start, 2*base) // the backoff doubled
-	wantAttempt(t, third, 3)
+	wantAttempt(t, h, third, 3)
 	ack(t, third)
 }
 
 func testDead(t *testing.T, h Harness) {
+	need(t, h.Abilities.DeadLetters, "dead letters (pubsub.DeadLetters)")
 	cfg := Config{Retry: pubsub.RetryPolicy{MaxAttempts: 3, MinBackoff: 20 * time.Millisecond, Jitter: -1}}
 	tp := open(t, newPubSub(t, h, cfg), "dead")
 	enqueue(t, tp, "poison")
@@ -195,8 +198,8 @@ func testDead(t *testing.T, h Harness) {
 	keepsReasons := false
 	for i := 1; i <= 3; i++ {
 		m := dequeue(t, tp)
-		_, keepsReasons = m.(pubsub.Failer)
-		wantAttempt(t, m, i)
+		keepsReasons = h.Abilities.FailReasons
+		wantAttempt(t, h, m, i)
 		id = m.ID()
 		if err := pubsub.Fail(context.Background(), m, fmt.Errorf("boom %d", i)); err != nil {
 			t.Fatalf("Fail: %v", err)
@@ -228,7 +231,7 @@ func testDead(t *testing.T, h Harness) {
 	if m.ID() != id {
 		t.Fatalf("requeued message has ID %q, want %q", m.ID(), id)
 	}
-	wantAttempt(t, m, 1)
+	wantAttempt(t, h, m, 1)
 	ack(t, m)
 	if dead := deadLetters(t, tp); len(dead) != 0 {
 		t.Fatalf("ListDead after requeue: %d messages, want 0", len(dead))
@@ -236,6 +239,7 @@ func testDead(t *testing.T, h Harness) {
 }
 
 func testReject(t *testing.T, h Harness) {
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
 	tp := open(t, newPubSub(t, h, Config{Retry: pubsub.RetryPolicy{MinBackoff: 10 * time.Millisecond}}), "reject")
 	enqueue(t, tp, "hopeless")
 	m := dequeue(t, tp)
@@ -250,6 +254,7 @@ func testReject(t *testing.T, h Harness) {
 }
 
 func testRequeueAllAndPurge(t *testing.T, h Harness) {
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "requeue-all")
 	rejectAll := func(n int) {
@@ -288,7 +293,7 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 	if fresh.ID() != stale.ID() {
 		t.Fatalf("redelivery has ID %q, want %q", fresh.ID(), stale.ID())
 	}
-	wantAttempt(t, fresh, 2)
+	wantAttempt(t, h, fresh, 2)
 	ctx := context.Background()
 	wantErr(t, "Ack of the stale delivery", stale.Ack(ctx), pubsub.ErrLeaseExpired)
 	wantErr(t, "Nack of the stale delivery", stale.Nack(ctx), pubsub.ErrLeaseExpired)
@@ -297,13 +302,14 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 }
 
 func testLeaseExhausts(t *testing.T, h Harness) {
+	need(t, h.Abilities.DeadLetters, "dead letters (pubsub.DeadLetters)")
 	const lease = 300 * time.Millisecond
 	cfg := Config{Lease: lease, Retry: pubsub.RetryPolicy{MaxAttempts: 2}}
 	tp := open(t, newPubSub(t, h, cfg), "lease-dead")
 	enqueue(t, tp, "crashes its consumer")
 	first := dequeue(t, tp)
 	second := dequeue(t, tp)
-	wantAttempt(t, second, 2)
+	wantAttempt(t, h, second, 2)
 	expectNone(t, tp, 4*lease)
 	dead := deadLetters(t, tp)
 	if len(dead) != 1 || dead[0].ID != first.ID() || dead[0].Attempts != 2 {
@@ -312,6 +318,7 @@ func testLeaseExhausts(t *testing.T, h Harness) {
 }
 
 func testExtendLease(t *testing.T, h Harness) {
+	need(t, h.Abilities.ExtendLease, "lease extension (pubsub.LeaseExtender)")
 	const lease = 300 * time.Millisecond
 	tp := open(t, newPubSub(t, h, Config{Lease: lease}), "extend")
 	enqueue(t, tp, "long job")
@@ -422,6 +429,9 @@ func testSettleTwice(t *testing.T, h Harness) {
 		{"RejectFail", func(m pubsub.Message) error { return pubsub.Reject(ctx, m, errors.New("x")) }, func(m pubsub.Message) error { return pubsub.Fail(ctx, m, errors.New("y")) }},
 	}
 	for _, c := range cases {
+		if c.name == "RejectFail" && !h.Abilities.Reject {
+			continue
+		}
 		m := dequeue(t, tp)
 		if err := c.first(m); err != nil {
 			t.Fatalf("%s: first settle: %v", c.name, err)
@@ -484,10 +494,8 @@ func testDelay(t *testing.T, h Harness) {
 	const delay = 400 * time.Millisecond
 	tp := open(t, newPubSub(t, h, Config{}), "delay")
 	start := time.Now()
+	need(t, h.Abilities.Delay, "delayed enqueue (pubsub.Delayer)")
 	err := pubsub.EnqueueDelayed(context.Background(), tp, []byte("later"), delay)
-	if errors.Is(err, pubsub.ErrUnsupported) {
-		t.Skip("the backend has no delayed enqueue (pubsub.Delayer)")
-	}
 	if err != nil {
 		t.Fatalf("EnqueueDelayed: %v", err)
 	}
@@ -504,9 +512,7 @@ func testDelay(t *testing.T, h Harness) {
 func testBatch(t *testing.T, h Harness) {
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{MaxDataSize: 64}), "batch")
-	if _, ok := tp.(pubsub.BatchEnqueuer); !ok {
-		t.Skip("the backend has no batch enqueue (pubsub.BatchEnqueuer)")
-	}
+	need(t, h.Abilities.Batch, "batch enqueue (pubsub.BatchEnqueuer)")
 	batch := make([][]byte, 100)
 	for i := range batch {
 		batch[i] = fmt.Appendf(nil, "b%03d", i)
@@ -527,11 +533,10 @@ func testBatch(t *testing.T, h Harness) {
 }
 
 func testUnique(t *testing.T, h Harness) {
+	need(t, h.Abilities.Unique && h.Abilities.Reject, "unique enqueue and reject (pubsub.UniqueEnqueuer, pubsub.Rejecter)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "unique")
-	if _, ok := tp.(pubsub.UniqueEnqueuer); !ok {
-		t.Skip("the backend has no unique enqueue (pubsub.UniqueEnqueuer)")
-	}
+	need(t, h.Abilities.Unique, "unique enqueue (pubsub.UniqueEnqueuer)")
 	add := func(key, data string, want bool) {
 		t.Helper()
 		ok, err := pubsub.EnqueueUnique(ctx, tp, key, []byte(data))
@@ -558,9 +563,7 @@ func testUnique(t *testing.T, h Harness) {
 func testStats(t *testing.T, h Harness) {
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "stats")
-	if _, ok := tp.(pubsub.Stater); !ok {
-		t.Skip("the backend has no stats (pubsub.Stater)")
-	}
+	need(t, h.Abilities.Stats && h.Abilities.Delay && h.Abilities.Reject, "stats, delay and reject (pubsub.Stater, pubsub.Delayer, pubsub.Rejecter)")
 	enqueue(t, tp, "a", "b", "c", "d")
 	if err := pubsub.EnqueueDelayed(ctx, tp, []byte("later"), time.Hour); err != nil {
 		t.Fatalf("EnqueueDelayed: %v", err)
@@ -701,8 +704,8 @@ func testInject(t *testing.T, h Harness) {
 }
 
 func testShared(t *testing.T, h Harness) {
-	if !h.Features.Shared {
-		t.Skip("the backend is not shared across processes (Features.Shared is off)")
+	if !h.Abilities.Shared {
+		t.Skip("the backend is not shared across processes (Abilities.Shared is off)")
 	}
 	cfg := Config{}
 	one := newPubSub(t, h, cfg)
@@ -748,8 +751,8 @@ func testShared(t *testing.T, h Harness) {
 }
 
 func testDurable(t *testing.T, h Harness) {
-	if !h.Features.Durable {
-		t.Skip("the backend is not durable (Features.Durable is off)")
+	if !h.Abilities.Durable {
+		t.Skip("the backend is not durable (Abilities.Durable is off)")
 	}
 	cfg := Config{Lease: 500 * time.Millisecond}
 	one := newPubSub(t, h, cfg)
@@ -774,4 +777,67 @@ func testDurable(t *testing.T, h Harness) {
 		t.Fatalf("after reopening got %v, want a, b and c (%q was in flight)", got, inflight.Data())
 	}
 	expectNone(t, tp2, 300*time.Millisecond)
+}
+
+// testAbilities checks that the backend offers exactly the optional
+// abilities its harness declares, so that none goes untested.
+func testAbilities(t *testing.T, h Harness) {
+	tp := open(t, newPubSub(t, h, Config{}), "abilities")
+	enqueue(t, tp, "m")
+	m := dequeue(t, tp)
+	defer ack(t, m)
+	a := h.Abilities
+	for _, c := range []struct {
+		what     string
+		declared bool
+		has      bool
+	}{
+		{"pubsub.Delayer (Abilities.Delay)", a.Delay, has[pubsub.Delayer](tp)},
+		{"pubsub.BatchEnqueuer (Abilities.Batch)", a.Batch, has[pubsub.BatchEnqueuer](tp)},
+		{"pubsub.UniqueEnqueuer (Abilities.Unique)", a.Unique, has[pubsub.UniqueEnqueuer](tp)},
+		{"pubsub.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[pubsub.DeadLetters](tp)},
+		{"pubsub.Stater (Abilities.Stats)", a.Stats, has[pubsub.Stater](tp)},
+		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
+		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
+		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},
+		{"pubsub.Rejecter (Abilities.Reject)", a.Reject, has[pubsub.Rejecter](m)},
+	} {
+		switch {
+		case c.declared && !c.has:
+			t.Errorf("the harness declares %s, but the backend (%T) lacks it", c.what, tp)
+		case !c.declared && c.has:
+			t.Errorf("the backend (%T) has %s, but the harness does not declare it: it would go untested", tp, c.what)
+		}
+	}
+}
+
+func has[T any](v any) bool {
+	_, ok := pubsub.As[T](v)
+	return ok
+}
+
+// testForeignTx checks that an enqueue asked to run in a transaction the
+// backend cannot write in (here a value of no store at all) is refused
+// with ErrUnsupported and adds nothing: atomicity is never lost silently.
+func testForeignTx(t *testing.T, h Harness) {
+	tp := open(t, newPubSub(t, h, Config{}), "foreign-tx")
+	type notATransaction struct{}
+	ctx, cancel := context.WithTimeout(pubsub.WithTx(context.Background(), notATransaction{}), patience)
+	defer cancel()
+	calls := map[string]func() error{
+		"Enqueue": func() error { return tp.Enqueue(ctx, []byte("x")) },
+	}
+	if h.Abilities.Delay {
+		calls["EnqueueAt"] = func() error { return pubsub.EnqueueAt(ctx, tp, []byte("x"), time.Now()) }
+	}
+	if h.Abilities.Batch {
+		calls["EnqueueBatch"] = func() error { return pubsub.EnqueueBatch(ctx, tp, [][]byte{[]byte("x")}) }
+	}
+	if h.Abilities.Unique {
+		calls["EnqueueUnique"] = func() error { _, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("x")); return err }
+	}
+	for name, call := range calls {
+		wantErr(t, name+" in a foreign transaction", call(), pubsub.ErrUnsupported)
+	}
+	expectNone(t, tp, 200*time.Millisecond)
 }
