@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -94,7 +95,7 @@ func (e *entry) expire(token uint64, now int64) {
 	}
 	q.endLease(e)
 	if q.ps.opts.Retry.Exhausted(e.attempt) {
-		q.bury(e, "lease expired")
+		q.bury(e, backend.ReasonLeaseExpired)
 		e.mu.Unlock()
 		return
 	}
@@ -146,26 +147,22 @@ func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
 // Fail is Nack keeping reason, shown if the message ends up dead.
 func (m *message) Fail(_ context.Context, reason error) error {
 	return m.settle("nack", func(e *entry) {
-		if reason != nil {
-			e.lastErr = reason.Error()
+		f := backend.Fail(e.q.ps.opts.Retry, e.attempt, reason)
+		if f.Reason != "" {
+			e.lastErr = f.Reason
 		}
-		retry := e.q.ps.opts.Retry
-		if retry.Exhausted(e.attempt) {
+		if f.Dead {
 			e.q.bury(e, e.lastErr)
 			return
 		}
-		e.q.schedule(e, retry.Backoff(e.attempt))
+		e.q.schedule(e, f.Backoff)
 	})
 }
 
 // Reject makes the message dead at once, keeping reason.
 func (m *message) Reject(_ context.Context, reason error) error {
 	return m.settle("reject", func(e *entry) {
-		msg := "rejected"
-		if reason != nil {
-			msg = reason.Error()
-		}
-		e.q.bury(e, msg)
+		e.q.bury(e, backend.RejectReason(reason))
 	})
 }
 
@@ -211,7 +208,7 @@ func (m *message) check(op string) error {
 		err = pubsub.ErrLeaseExpired
 	}
 	if err != nil {
-		return fmt.Errorf("channelpubsub: %s message %s (attempt %d) on topic %q: %w", op, m.ID(), m.attempt, m.e.q.name, err)
+		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, m.e.q.name, err)
 	}
 	return nil
 }

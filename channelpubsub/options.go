@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -26,26 +27,16 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	switch {
-	case o.Capacity < 0:
+	if o.Capacity < 0 {
 		return o, fmt.Errorf("channelpubsub: Options.Capacity is %d, want 0 (default) or more", o.Capacity)
-	case o.Lease < 0:
-		return o, fmt.Errorf("channelpubsub: Options.Lease is %v, want 0 (default) or more", o.Lease)
-	case o.MaxDataSize < 0:
-		return o, fmt.Errorf("channelpubsub: Options.MaxDataSize is %d, want 0 (default) or more", o.MaxDataSize)
-	}
-	if err := o.Retry.Validate(); err != nil {
-		return o, fmt.Errorf("channelpubsub: Options.Retry: %w", err)
 	}
 	if o.Capacity == 0 {
 		o.Capacity = DefaultCapacity
 	}
-	if o.Lease == 0 {
-		o.Lease = pubsub.DefaultLease
+	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve("channelpubsub", 0, "")
+	if err != nil {
+		return o, err
 	}
-	if o.MaxDataSize == 0 {
-		o.MaxDataSize = pubsub.DefaultMaxDataSize
-	}
-	o.Retry = o.Retry.WithDefaults()
+	o.Retry, o.Lease, o.MaxDataSize = shared.Retry, shared.Lease, shared.MaxDataSize
 	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -91,10 +92,10 @@ func (ps *PubSub) leaseEnd(d time.Duration) int64 {
 // pubsub.ValidateTopicName rejects gives a handle whose methods all return
 // that error.
 func (ps *PubSub) Topic(name string) pubsub.Topic {
-	if err := pubsub.ValidateTopicName(name); err != nil {
-		return invalidTopic{err: fmt.Errorf("channelpubsub: %w", err)}
+	if bad := backend.CheckTopicName("channelpubsub", name); bad != nil {
+		return bad
 	}
-	return &topic{q: ps.queue(name), closed: make(chan struct{})}
+	return &topic{q: ps.queue(name), Handle: backend.NewHandle()}
 }
 
 // Close stops the PubSub: every topic handle returns pubsub.ErrClosed from
@@ -138,10 +139,3 @@ func (ps *PubSub) queue(name string) *queue {
 	}
 	return q
 }
-
-// invalidTopic is the handle for a name that cannot name a topic.
-type invalidTopic struct{ err error }
-
-func (t invalidTopic) Enqueue(context.Context, []byte) error           { return t.err }
-func (t invalidTopic) Dequeue(context.Context) (pubsub.Message, error) { return nil, t.err }
-func (t invalidTopic) Close() error                                    { return t.err }

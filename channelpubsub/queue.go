@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -292,9 +293,7 @@ type delivery struct {
 	token uint64
 }
 
-func (q *queue) closedErr() error {
-	return fmt.Errorf("channelpubsub: topic %q: %w", q.name, pubsub.ErrClosed)
-}
+func (q *queue) closedErr() error { return backend.ClosedError("channelpubsub", q.name) }
 
 // addInflight links e, just leased. Called with e.mu held.
 func (q *queue) addInflight(e *entry) {

@@ -3,8 +3,7 @@ package channelpubsub
 import (
 	"context"
 
-	"github.com/conveyorgo/conveyor/di"
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/internal/backend"
 )
 
 // Register registers a PubSub with the default Options as the
@@ -18,10 +17,8 @@ func Register(ctx context.Context) error {
 // RegisterWithOptions is Register with opts; a bad option is reported when
 // the PubSub is first resolved.
 func RegisterWithOptions(ctx context.Context, opts Options) error {
-	if _, err := opts.withDefaults(); err != nil {
-		return err
-	}
-	return di.RegisterLazySingleton(ctx, func(context.Context) (pubsub.PubSub, error) {
+	_, err := opts.withDefaults()
+	return backend.Register(ctx, err, func(context.Context) (*PubSub, error) {
 		return NewWithOptions(opts)
 	})
 }

@@ -5,19 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // topic is one handle on a queue.
 type topic struct {
-	q        *queue
-	once     sync.Once
-	closed   chan struct{}
-	isClosed atomic.Bool
+	q *queue
+	backend.Handle
 }
 
 var (
@@ -35,7 +32,7 @@ func (t *topic) Enqueue(ctx context.Context, data []byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, time.Time{}, "", t.closed)
+	return t.q.enqueue(ctx, data, time.Time{}, "", t.Closed())
 }
 
 // EnqueueAt adds a copy of data, to be delivered no earlier than at.
@@ -43,7 +40,7 @@ func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, at, "", t.closed)
+	return t.q.enqueue(ctx, data, at, "", t.Closed())
 }
 
 // EnqueueBatch enqueues copies of every item, in order, all or none: the
@@ -68,7 +65,7 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	case q.batchSlot <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, ctx.Err())
-	case <-t.closed:
+	case <-t.Closed():
 		return q.closedErr()
 	case <-q.ps.closed:
 		return q.closedErr()
@@ -96,7 +93,7 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if key == "" {
 		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: empty key", t.q.name)
 	}
-	err := t.q.enqueue(ctx, data, time.Time{}, key, t.closed)
+	err := t.q.enqueue(ctx, data, time.Time{}, key, t.Closed())
 	if errors.Is(err, errDuplicate) {
 		return false, nil
 	}
@@ -108,20 +105,14 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	return t.q.dequeue(ctx, t.closed)
+	return t.q.dequeue(ctx, t.Closed())
 }
 
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
 func (t *topic) Close() error {
-	err := t.q.closedErr()
-	t.once.Do(func() {
-		t.isClosed.Store(true)
-		close(t.closed)
-		err = nil
-	})
-	return err
+	return t.Handle.Close(t.q.closedErr())
 }
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
@@ -182,7 +173,7 @@ func (t *topic) Stats(context.Context) (pubsub.Stats, error) {
 }
 
 func (t *topic) check() error {
-	if t.isClosed.Load() || t.q.ps.isClosed() {
+	if t.IsClosed() || t.q.ps.isClosed() {
 		return t.q.closedErr()
 	}
 	return nil
