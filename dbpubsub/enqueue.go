@@ -2,47 +2,292 @@ package dbpubsub
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// The enqueues outside a caller's transaction that a Topic handle is asked
-// for concurrently share statements. Up to enqueueStatements statements of
-// a handle are in flight at once; a call that finds them busy queues its
+// Every enqueue of a Topic: its entry points, the write contract they keep,
+// and the grouping of concurrent calls into shared statements.
+//
+// Outside a caller's transaction, the enqueues a Topic handle is asked for
+// concurrently share statements: up to enqueueStatements statements of a
+// handle are in flight at once; a call that finds them busy queues its
 // rows, and the next call to run a statement (its leader) takes the queued
 // rows along: one INSERT, one commit and one round trip for many calls. A
-// call that finds a statement free runs its own at once.
+// call that finds a statement free runs its own at once. Each call keeps
+// the write contract (PubSub.write): a leader takes a connection with its
+// own ctx before it takes the queued rows, so a queued call whose ctx ends
+// before a leader takes it returns ctx's error and added nothing; once
+// taken, it awaits the statement's outcome, which is the truth for all its
+// rows (one statement: all or none). A batch's rows are never split
+// between statements, and keep their order.
 //
-// Each call keeps the contract of PubSub.write: a leader takes a
-// connection with its own ctx before it takes the queued rows, so a queued
-// call whose ctx ends before a leader takes it returns ctx's error and
-// added nothing; once taken, it awaits the statement's outcome, which is
-// the truth for all its rows (one statement: all or none). A batch's rows
-// are never split between statements, and keep their order.
+// This grouping runs on the callers' own goroutines rather than on the
+// lanes of an internal/batch queue, as settles and notifications do: the
+// statement must be sent under a caller's ctx, on a connection that caller
+// took, for the contract above to hold.
 
 // enqueueStatements is how many group statements a Topic handle may have
-// in flight at once. Measured with 8 producers of single messages on a
-// loaded 2-core machine (fsync off), one or two gave the same rate; one
-// spent the least CPU per message (85 µs client and server, two 118 µs,
-// four 155 µs, none grouped 210 µs), two keep a second server core busy.
+// in flight at once; two keep a second server core busy (measurements:
+// docs/design/dbpubsub.md, "Enqueue").
 const enqueueStatements = 2
 
 // A call of more than maxCallRows rows or maxGroupBytes bytes runs its own
 // statement at once, beside the groups: its cost is mostly per row, and
-// such statements side by side use as many server cores as they need.
-// (Grouped, batches of 100 from 8 producers measured 0.42× to 0.65× the
-// rate of plain INSERTs, depending on the other load of the machine; alone
-// 0.51× to 0.58×.)
-// A leader adds queued calls to its own rows up to maxGroupRows and
+// such statements side by side use as many server cores as they need. A
+// leader adds queued calls to its own rows up to maxGroupRows and
 // maxGroupBytes.
 const (
 	maxCallRows   = 32
 	maxGroupRows  = 1000
 	maxGroupBytes = 1 << 20
 )
+
+// MaxUniqueKeyLen is the longest key EnqueueUnique accepts, in bytes.
+const MaxUniqueKeyLen = 1000
+
+// Enqueue adds a copy of data, ready at once. It returns when the row is
+// committed (or, in a caller's transaction, written in it).
+func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
+	return t.enqueue(ctx, data, time.Time{})
+}
+
+// EnqueueAt adds a copy of data, to be delivered no earlier than at (by the
+// database's clock).
+func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	return t.enqueue(ctx, data, at)
+}
+
+// EnqueueBatch adds a copy of every item of data in one statement: all or
+// none.
+func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	c, err := t.open(ctx, "batch enqueue", data)
+	if err != nil || len(c.data) == 0 {
+		return err
+	}
+	defer c.close()
+	if c.idb == nil {
+		err = t.insert(ctx, &enqReq{data: c.data, meta: c.meta, size: c.size})
+	} else {
+		err = c.write(ctx, func(ctx context.Context, ex execer) error {
+			_, err := ex.ExecContext(ctx, c.meta.many(len(c.data), true), t.st.name, c.data, c.meta.ch)
+			return err
+		})
+	}
+	return c.fail(ctx, err)
+}
+
+// EnqueueUnique adds a copy of data unless the topic keeps a message
+// enqueued under key: ready, scheduled, processing, dead, or finished and
+// not yet pruned (Options.Retention). It reports whether data was added.
+// Concurrent calls with one key, from any process, add one message. The
+// key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL.
+func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	switch {
+	case t.check() != nil:
+		return false, t.check()
+	case key == "":
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: empty key", t.st.name)
+	case len(key) > MaxUniqueKeyLen || !utf8.ValidString(key) || strings.ContainsRune(key, 0):
+		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: want a key of 1 to %d bytes of UTF-8 without NUL", t.st.name, MaxUniqueKeyLen)
+	}
+	c, err := t.open(ctx, "unique enqueue", [][]byte{data})
+	if err != nil {
+		return false, err
+	}
+	defer c.close()
+	added := false
+	err = c.write(ctx, func(ctx context.Context, ex execer) error {
+		var id int64
+		err := ex.QueryRowContext(ctx, t.st.ps.stmts.enqueueUniq, t.st.name, c.data[0], c.inStatement(), key).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		added = err == nil
+		return err
+	})
+	if err != nil {
+		return false, c.fail(ctx, err)
+	}
+	if added && c.idb == nil {
+		t.st.committed(c.meta.ch)
+	}
+	return added, nil
+}
+
+func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
+	c, err := t.open(ctx, "enqueue", [][]byte{data})
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if c.idb == nil {
+		err = t.insert(ctx, &enqReq{data: c.data, at: at, meta: c.meta, size: c.size})
+	} else {
+		err = c.write(ctx, func(ctx context.Context, ex execer) error {
+			var err error
+			if at.IsZero() {
+				_, err = ex.ExecContext(ctx, c.meta.stmts.enqueue, t.st.name, c.data[0], c.meta.ch)
+			} else {
+				_, err = ex.ExecContext(ctx, t.st.ps.stmts.enqueueAt, t.st.name, c.data[0], at, c.meta.ch)
+			}
+			return err
+		})
+	}
+	return c.fail(ctx, err)
+}
+
+// enqueueCall is one enqueue past the checks every entry point makes.
+type enqueueCall struct {
+	t    *Topic
+	op   string
+	data [][]byte // the payloads, none nil (NULL is not a payload)
+	size int      // bytes of data
+	meta *topicMeta
+	idb  bun.IDB // the caller's transaction, if ctx carries one
+	ex   execer  // the database/sql handle of idb
+}
+
+// open makes the checks every enqueue makes, in order: the handle, the
+// payloads' sizes, ctx, the caller's transaction, the topic's look-up (it
+// creates the ready table on first use), and the PubSub being open. The
+// caller closes a call it got.
+func (t *Topic) open(ctx context.Context, op string, data [][]byte) (*enqueueCall, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	st := t.st
+	c := &enqueueCall{t: t, op: op, data: make([][]byte, len(data))}
+	for i, d := range data {
+		if err := pubsub.CheckSize(d, st.ps.opts.MaxDataSize); err != nil {
+			if len(data) > 1 || op == "batch enqueue" {
+				return nil, fmt.Errorf("dbpubsub: batch item %d on topic %q: %w", i, st.name, err)
+			}
+			return nil, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+		}
+		if d == nil {
+			d = []byte{}
+		}
+		c.data[i], c.size = d, c.size+len(d)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.data) == 0 {
+		return c, nil
+	}
+	var err error
+	if c.idb, c.ex, err = txFrom(ctx); err != nil {
+		return nil, err
+	}
+	if c.meta, err = st.lookup(ctx); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
+	}
+	if err := st.ps.begin(); err != nil {
+		return nil, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+	}
+	return c, nil
+}
+
+func (c *enqueueCall) close() { c.t.st.ps.end() }
+
+// write runs f in the caller's transaction, or on the pool when there is
+// none (see PubSub.write).
+func (c *enqueueCall) write(ctx context.Context, f func(context.Context, execer) error) error {
+	ex := c.ex
+	if c.idb == nil {
+		ex = c.t.st.ps.sqldb
+	}
+	return c.t.st.ps.write(ctx, ex, f)
+}
+
+// inStatement is the channel an enqueue statement notifies: the topic's
+// own inside a caller's transaction, so that the NOTIFY goes out when it
+// commits; none otherwise (the notifier sends it, see notify.go).
+func (c *enqueueCall) inStatement() string {
+	if c.idb != nil {
+		return c.meta.ch
+	}
+	return ""
+}
+
+// fail wraps err, if any, with the call's context.
+func (c *enqueueCall) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if len(c.data) > 1 {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s of %d on topic %q: %w", c.op, len(c.data), c.t.st.name, err))
+	}
+	return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", c.op, c.t.st.name, err))
+}
+
+// execer is what the hot path runs its constant SQL on: *sql.DB, *sql.Tx
+// or *sql.Conn (not bun's wrappers, which render arguments into the text).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// write runs f, a write whose outcome the caller must learn truthfully, on
+// ex. A connection is taken with ctx, so that a canceled ctx or an
+// unreachable database stops the call before anything is sent; once sent,
+// the statement is awaited even if ctx ends (up to
+// Options.StatementTimeout), because pgx cancels the wait for the reply,
+// not the statement: giving up early could report a failure for a row that
+// was committed. The enqueues that share statements keep the same contract.
+func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+	if db, ok := ex.(*sql.DB); ok {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ex = conn
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ps.opts.StatementTimeout)
+	defer cancel()
+	return f(sctx, ex)
+}
+
+// committed tells the consumers of st about a message just committed
+// outside a caller's transaction: this PubSub's at once, other processes'
+// through the notifier. A message in a caller's transaction is announced
+// by the NOTIFY in its statement, on commit.
+func (st *topicState) committed(ch string) {
+	st.wake()
+	st.ps.notifyLater(ch)
+}
+
+// many returns the statement that inserts rows messages for now, outside
+// or inside a caller's transaction: with the ids of one block when they
+// fit in one (stmts.insertBlock, stmts.enqueueBatchBlock), else with one
+// nextval per row (stmts.insertMany, stmts.enqueueBatch).
+func (m *topicMeta) many(rows int, inTx bool) string {
+	block := int64(rows) <= m.block // the block holds them all (an increment below 1 holds none)
+	switch {
+	case inTx && block:
+		return m.stmts.enqueueBatchBlock
+	case inTx:
+		return m.stmts.enqueueBatch
+	case block:
+		return m.stmts.insertBlock
+	}
+	return m.stmts.insertMany
+}
 
 // enqReq is one call's rows, waiting for or in a statement.
 type enqReq struct {
@@ -81,7 +326,7 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 			return t.insertRows(ctx, ex, []*enqReq{r})
 		})
 		if err == nil {
-			t.st.committed(nil, r.meta.ch)
+			t.st.committed(r.meta.ch)
 		}
 		return err
 	}
@@ -153,7 +398,7 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	conn.Close()
 	for _, q := range group {
 		if q.err == nil {
-			t.st.committed(nil, r.meta.ch)
+			t.st.committed(r.meta.ch)
 			break
 		}
 	}
@@ -225,21 +470,9 @@ func (g *enqGroup) handOff() {
 	q.ready <- struct{}{}
 }
 
-// insertRows inserts the rows of group in one statement, in order.
-//
-// Not COPY: a binary COPY FROM STDIN of the same rows, sent in one write
-// (commit 7934bdc, reverted), gave 1.03-1.15× the rate of INSERT … unnest
-// into a bare table with 8 producers of 100-row batches on a 2-core
-// machine, where this INSERT (then with unnest in FROM) gave 0.94-0.96×;
-// but with 1, 2 or 4 producers it lost to this INSERT (0.71-0.86×, 0.84×,
-// 0.93× against 0.90-0.94×, 0.91×, 0.98×), and past ~200 rows a COPY cost
-// PostgreSQL 15 more per row at any concurrency: it makes a tuple slot per
-// buffered row, each pinning the table's descriptor in its resource owner.
-//
-// The bytea[] parameters stay [][]byte: as pgtype.FlatArray (commit
-// 4c5fc27) pgx spent less client CPU on them, but the batch scenario of
-// the bench harness fell from 0.90-0.93× to 0.86-0.88× the baseline (four
-// interleaved 9-repetition runs of each).
+// insertRows inserts the rows of group in one statement, in order. (Why
+// INSERT … unnest rather than COPY, and [][]byte rather than
+// pgtype.FlatArray: docs/design/dbpubsub.md, "Enqueue".)
 func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) error {
 	st := t.st
 	stmts, meta := &st.ps.stmts, group[0].meta

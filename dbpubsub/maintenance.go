@@ -3,26 +3,37 @@ package dbpubsub
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/conveyorgo/conveyor/internal/service"
 )
+
+// Maintenance every PubSub does in the background: it rescues the messages
+// whose lease ran out, prunes finished rows past the retention, and
+// analyzes the message table while it is young.
 
 // rescueBatch is the most expired leases one rescue statement handles.
 const rescueBatch = 1000
 
-// every runs f every d until the PubSub closes, logging its failures; the
-// rescue and pruning loops.
-func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) error) {
-	defer ps.loops.Done()
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-ps.closed:
-			return
-		}
-		if err := f(ps.ctx); err != nil && !ps.closing() {
-			ps.opts.Logger.Warn("dbpubsub: "+what+" failed", "error", err)
+// pruneBatch is the most rows one pruning statement deletes.
+const pruneBatch = 1000
+
+// every returns the loop that runs f every d until stop, logging its
+// failures: the rescuer and the pruner.
+func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) error) func(stop <-chan struct{}) {
+	return func(stop <-chan struct{}) {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
+			if err := f(ps.ctx); err != nil && !ps.closing() {
+				ps.opts.Logger.Warn("dbpubsub: "+what+" failed", "error", err)
+			}
 		}
 	}
 }
@@ -69,12 +80,12 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 }
 
 // Prune deletes the finished (acked) rows older than Options.Retention, of
-// every topic, in batches of DefaultPruneBatch, and says how many it
-// deleted. Every PubSub runs it every Options.PruneInterval.
+// every topic, and says how many it deleted. Every PubSub runs it every
+// Options.PruneInterval.
 func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), DefaultPruneBatch)
+		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), pruneBatch)
 		if err != nil {
 			return total, fmt.Errorf("dbpubsub: prune: %w", err)
 		}
@@ -83,13 +94,75 @@ func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 			return total, fmt.Errorf("dbpubsub: prune: %w", err)
 		}
 		total += n
-		if n < DefaultPruneBatch {
+		if n < pruneBatch || ps.closing() {
 			return total, nil
-		}
-		select {
-		case <-ps.closed:
-			return total, nil
-		default:
 		}
 	}
+}
+
+// The message table of a new database starts empty: messages for now wait
+// in the ready table, and claims move them into the message table. The
+// plans PostgreSQL keeps for prepared statements while the table is nearly
+// empty scan it whole, and autovacuum analyzes it a minute later at best.
+// So a PubSub analyzes the message table itself while the table is young:
+// when its claims have moved youngFirstAnalyze rows into it, then ten times
+// as many, up to youngLastAnalyze. ANALYZE makes PostgreSQL drop the plans
+// it kept. A table that holds ten times the rows already is left to
+// autovacuum. (Measurements: docs/design/dbpubsub.md, "Plans".)
+const (
+	youngFirstAnalyze = 1_000
+	youngLastAnalyze  = 100_000
+)
+
+// youngTable is the state of the analyses of the message table.
+type youngTable struct {
+	moved   atomic.Int64 // rows this PubSub's claims moved into the table
+	next    atomic.Int64 // moved count of the next analysis; 0: none
+	running atomic.Bool
+}
+
+// noteMoved counts n rows moved into the message table by a claim, and
+// starts an analysis when one is due.
+func (ps *PubSub) noteMoved(n int) {
+	y := &ps.young
+	moved := y.moved.Add(int64(n))
+	at := y.next.Load()
+	if at == 0 || moved < at || !y.running.CompareAndSwap(false, true) {
+		return
+	}
+	if !ps.loops.Go(func(stop <-chan struct{}) {
+		defer y.running.Store(false)
+		y.next.Store(ps.analyzeYoung(stop, at))
+	}) {
+		y.running.Store(false)
+	}
+}
+
+// analyzeYoung analyzes the message table unless it is established, and
+// returns the moved count of the next analysis (0: none). Close does not
+// wait for an analysis: stop cancels it.
+func (ps *PubSub) analyzeYoung(stop <-chan struct{}, at int64) int64 {
+	ctx, cancel := service.Context(stop)
+	defer cancel()
+	next := at * 10
+	if next > youngLastAnalyze {
+		next = 0
+	}
+	table := quoteIdent(ps.opts.Table)
+	var tuples float64
+	err := ps.sqldb.QueryRowContext(ctx, `SELECT reltuples FROM pg_catalog.pg_class WHERE oid = to_regclass($1)`, table).Scan(&tuples)
+	if err == nil && tuples >= float64(10*at) {
+		return 0 // established: autovacuum keeps its statistics
+	}
+	if err == nil {
+		_, err = ps.sqldb.ExecContext(ctx, "ANALYZE "+table)
+	}
+	if err != nil {
+		if !ps.closing() {
+			ps.opts.Logger.Debug("dbpubsub: analyzing the young message table failed; autovacuum will",
+				"table", ps.opts.Table, "error", err)
+		}
+		return 0
+	}
+	return next
 }

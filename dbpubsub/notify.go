@@ -4,98 +4,87 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/conveyorgo/conveyor/internal/batch"
 )
 
-// PostgreSQL serialises the commits of transactions that NOTIFY (they take
-// a database-wide lock at commit), so a NOTIFY in every enqueue caps
-// concurrent producers at one commit at a time. An enqueue outside a
-// caller's transaction therefore inserts without notifying, wakes this
-// PubSub's own consumers at once, and leaves the NOTIFY to the notifier:
-// one goroutine that sends the notifications of every topic marked since
-// its last round, in one statement, and starts at most one round per
-// notifySpacing (back to back, under load, its rounds took about 15% of
-// the CPU, client and server, of concurrent single enqueues), or
-// maxNotifySpacing under a steady stream. Other processes hear of a
-// message within that and a round trip after its commit; if the process dies before, their poll finds it. An enqueue
-// in a caller's transaction (WithTx, EnqueueTx) still notifies in the
-// transaction, so that consumers wake when it commits, never before.
+// The notifier. PostgreSQL serialises the commits of transactions that
+// NOTIFY (they take a database-wide lock at commit), so a NOTIFY in every
+// enqueue would cap concurrent producers at one commit at a time. An
+// enqueue outside a caller's transaction therefore inserts without
+// notifying, wakes this PubSub's own consumers at once, and marks the
+// topic's channel; the notifier sends the notifications of every channel
+// marked since its last round in one statement, at most one round per
+// spacing. Other processes hear of a message within that and a round trip
+// after its commit; if the process dies before, their poll finds it. An
+// enqueue in a caller's transaction notifies in its statement, so that
+// consumers wake when it commits, never before. (Measurements:
+// docs/design/dbpubsub.md, "Notifier".)
 
-// notifyLater marks the channel ch for the notifier's next round.
-func (ps *PubSub) notifyLater(ch string) {
-	ps.notifyMu.Lock()
-	ps.notifyPending[ch] = struct{}{}
-	ps.notifyMu.Unlock()
-	select {
-	case ps.notifyKick <- struct{}{}:
-	default: // a round is due already
-	}
-}
-
-// notifySpacing is the least time between the starts of two rounds of the
-// notifier; a mark made meanwhile waits for the next round. While marks
-// come within notifySpacing of the end of the last round, the spacing
-// doubles at each
-// round, up to maxNotifySpacing, and it halves again at each round once
-// they come less often. Under a steady stream of enqueues the consumers of
-// other processes are mostly busy claiming anyway; rounds back to back,
-// one per millisecond, cost batch enqueues of 100 from 8 producers about
-// 10% of their rate (make bench's batch scenario, N=400,000: 0.77x the
-// baseline with them, 0.90x without any notification).
+// The spacing between the starts of two rounds starts at notifySpacing;
+// while marks come within notifySpacing of the end of the last round, it
+// doubles at each round, up to maxNotifySpacing, and it halves again at
+// each round once they come less often.
 const (
 	notifySpacing    = time.Millisecond
 	maxNotifySpacing = 4 * time.Millisecond
 )
 
-// notifyLoop sends the marked notifications until the PubSub closes, then
-// sends the last ones.
-func (ps *PubSub) notifyLoop() {
-	defer ps.loops.Done()
-	defer ps.notifyRound(ps.ctx) // canceled after Options.CloseTimeout
-	pause := time.NewTimer(0)
-	defer pause.Stop()
-	var last, done time.Time // the start and the end of the last round
-	spacing := notifySpacing
-	for {
-		select {
-		case <-ps.notifyKick:
-		case <-ps.closed:
-			return
-		}
-		// A mark within notifySpacing of the last round's end (or made
-		// during it): the marks come fast.
-		if time.Since(done) < notifySpacing {
-			spacing = min(2*spacing, maxNotifySpacing)
-		} else {
-			spacing = max(spacing/2, notifySpacing)
-		}
-		if wait := spacing - time.Since(last); wait > 0 {
-			pause.Reset(wait)
-			select {
-			case <-pause.C:
-			case <-ps.closed:
-				return
-			}
-		}
-		last = time.Now()
-		ps.notifyRound(ps.ctx)
-		done = time.Now()
-	}
+// maxNotifyMarks is the most marks one round takes (they name far fewer
+// channels).
+const maxNotifyMarks = 8192
+
+// pacer spaces the notifier's rounds out; only the queue's one lane uses it.
+type pacer struct {
+	last, done time.Time // the start and the end of the last round
+	spacing    time.Duration
 }
 
-func (ps *PubSub) notifyRound(ctx context.Context) {
-	ps.notifyMu.Lock()
-	if len(ps.notifyPending) == 0 {
-		ps.notifyMu.Unlock()
-		return
-	}
-	chans := make([]string, 0, len(ps.notifyPending))
-	for ch := range ps.notifyPending {
-		chans = append(chans, ch)
-	}
-	clear(ps.notifyPending)
-	ps.notifyMu.Unlock()
+func newNotifyQueue(ps *PubSub) *batch.Queue[string] {
+	p := &pacer{spacing: notifySpacing}
+	return batch.New(ps.writers, batch.Options[string]{
+		Lanes: 1,
+		Max:   maxNotifyMarks,
+		Pace:  p.pace,
+		Handle: func(chans []string) {
+			ps.notifyRound(chans)
+			p.done = time.Now()
+		},
+	})
+}
 
-	ctx, cancel := context.WithTimeout(ctx, ps.opts.StatementTimeout)
+// pace waits until the next round may start.
+func (p *pacer) pace(stop <-chan struct{}) {
+	if time.Since(p.done) < notifySpacing {
+		p.spacing = min(2*p.spacing, maxNotifySpacing) // the marks come fast
+	} else {
+		p.spacing = max(p.spacing/2, notifySpacing)
+	}
+	if wait := p.spacing - time.Since(p.last); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+		}
+		t.Stop()
+	}
+	p.last = time.Now()
+}
+
+// notifyLater marks the channel ch for the notifier's next round.
+func (ps *PubSub) notifyLater(ch string) { ps.notifies.Add(ch, 0) }
+
+// notifyRound notifies each channel of marks once.
+func (ps *PubSub) notifyRound(marks []string) {
+	seen := make(map[string]bool, 4)
+	chans := make([]string, 0, 4)
+	for _, ch := range marks {
+		if !seen[ch] {
+			seen[ch] = true
+			chans = append(chans, ch)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.StatementTimeout)
 	defer cancel()
 	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.notify, chans); err != nil {
 		// The consumers of other processes find the messages by polling.

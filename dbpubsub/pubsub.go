@@ -15,7 +15,9 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/batch"
+	"github.com/conveyorgo/conveyor/internal/service"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -28,37 +30,32 @@ type PubSub struct {
 	opts  Options
 	stmts statements
 
-	qualified atomic.Pointer[string]     // schema.table, once looked up
+	qualified atomic.Pointer[string]     // schema.table, once looked up (state.go)
 	ids       atomic.Pointer[idSequence] // the message table's id sequence, once looked up
 
 	mu       sync.RWMutex
 	isClosed bool
 	topics   map[string]*topicState
-	ops      sync.WaitGroup // statements run for callers
+	ops      sync.WaitGroup // calls in flight for callers (begin, end)
 
-	closed     chan struct{} // closed by Close
-	ctx        context.Context
-	cancel     context.CancelFunc // cancels background statements
-	listenCtx  context.Context
-	stopListen context.CancelFunc
-	loops      sync.WaitGroup // fetchers, rescuer, pruner, listener, analyses
-	young      youngTable
-	settler    sync.WaitGroup
-	settleCh   chan *settleReq
-	settleStop chan struct{}
-	acks       *ackQueue // Options.AsyncAck
-	listener   *listener
-	closeOnce  sync.Once
+	// The background loops, in the two stages Close stops them in: loops
+	// (the listener, the fetchers, the rescuer, the pruner and the
+	// analyses) read and claim; writers (the lanes of the settle and
+	// notify queues) write what callers asked for, up to the end.
+	loops   *service.Group
+	writers *service.Group
+	ctx     context.Context    // of background statements: canceled CloseTimeout into Close
+	cancel  context.CancelFunc // cancels ctx
 
-	notifyMu      sync.Mutex
-	notifyPending map[string]struct{} // channels to NOTIFY (notify.go)
-	notifyKick    chan struct{}
+	settles  *batch.Queue[*settleReq] // settle.go
+	notifies *batch.Queue[string]     // notify.go: channels to NOTIFY
+	listener *listener                // listen.go; nil with Options.NoListen
+	young    youngTable               // maintenance.go
+
+	closeOnce sync.Once
 }
 
-var (
-	_ pubsub.PubSub = (*PubSub)(nil)
-	_ pubsub.Topic  = (*Topic)(nil)
-)
+var _ pubsub.PubSub = (*PubSub)(nil)
 
 // New returns a PubSub storing its messages in db, in the table made by
 // migrations.Migrate, or an error naming the first field of opts that makes
@@ -77,45 +74,33 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		return nil, err
 	}
 	ps := &PubSub{
-		db:         db,
-		sqldb:      db.DB,
-		opts:       o,
-		stmts:      newStatements(o.Table),
-		topics:     make(map[string]*topicState),
-		closed:     make(chan struct{}),
-		settleCh:   make(chan *settleReq),
-		settleStop: make(chan struct{}),
-		acks:       newAckQueue(),
-
-		notifyPending: make(map[string]struct{}),
-		notifyKick:    make(chan struct{}, 1),
+		db:      db,
+		sqldb:   db.DB,
+		opts:    o,
+		stmts:   newStatements(o.Table),
+		topics:  make(map[string]*topicState),
+		loops:   service.NewGroup(),
+		writers: service.NewGroup(),
 	}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	ps.young.next.Store(youngFirstAnalyze)
-	ps.listenCtx, ps.stopListen = context.WithCancel(context.Background())
-	for range settlers {
-		ps.settler.Add(1)
-		go ps.settleLoop()
-	}
-	ps.loops.Add(2)
-	go ps.notifyLoop()
+	ps.settles = newSettleQueue(ps)
+	ps.notifies = newNotifyQueue(ps)
 	// Every process rescues expired leases, whichever process had them;
 	// concurrent rescuers skip each other's rows (SKIP LOCKED).
-	go ps.every(o.RescueInterval, "rescue of expired leases", func(ctx context.Context) error {
+	ps.loops.Go(ps.every(o.RescueInterval, "rescue of expired leases", func(ctx context.Context) error {
 		_, err := ps.Rescue(ctx)
 		return err
-	})
+	}))
 	if o.PruneInterval > 0 {
-		ps.loops.Add(1)
-		go ps.every(o.PruneInterval, "pruning of finished messages", func(ctx context.Context) error {
+		ps.loops.Go(ps.every(o.PruneInterval, "pruning of finished messages", func(ctx context.Context) error {
 			_, err := ps.Prune(ctx)
 			return err
-		})
+		}))
 	}
 	if !o.NoListen {
 		ps.listener = newListener(ps)
-		ps.loops.Add(1)
-		go ps.listener.run()
+		ps.loops.Go(ps.listener.run)
 	}
 	return ps, nil
 }
@@ -148,32 +133,10 @@ func (ps *PubSub) DB() *bun.DB { return ps.db }
 // does not affect the others. A name that pubsub.ValidateTopicName rejects
 // gives a handle whose methods all return that error.
 func (ps *PubSub) Topic(name string) pubsub.Topic {
+	if bad := backend.CheckTopicName("dbpubsub", name); bad != nil {
+		return bad
+	}
 	return ps.topic(name)
-}
-
-func (ps *PubSub) topic(name string) *Topic {
-	if err := pubsub.ValidateTopicName(name); err != nil {
-		return &Topic{err: fmt.Errorf("dbpubsub: %w", err)}
-	}
-	return &Topic{st: ps.state(name), closed: make(chan struct{})}
-}
-
-func (ps *PubSub) state(name string) *topicState {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	st, ok := ps.topics[name]
-	if !ok {
-		st = newTopicState(ps, name)
-		ps.topics[name] = st
-	}
-	return st
-}
-
-// existingState returns the state of topic name if this PubSub has one.
-func (ps *PubSub) existingState(name string) *topicState {
-	ps.mu.RLock()
-	defer ps.mu.RUnlock()
-	return ps.topics[name]
 }
 
 // Close stops the PubSub: every topic handle returns pubsub.ErrClosed from
@@ -183,6 +146,12 @@ func (ps *PubSub) existingState(name string) *topicState {
 // and come back when their lease runs out. Statements in flight get
 // Options.CloseTimeout to finish. The *bun.DB is not closed. A second Close
 // returns pubsub.ErrClosed.
+//
+// The order: no new call is taken; the loops that read stop (the
+// listener, the fetchers, the rescuer, the pruner); the rows they claimed
+// and never handed out are given back; the calls in flight end (queued
+// asynchronous acks are written); the notifications still due are sent;
+// the writers stop.
 func (ps *PubSub) Close() error {
 	err := fmt.Errorf("dbpubsub: %w", pubsub.ErrClosed)
 	ps.closeOnce.Do(func() {
@@ -194,19 +163,16 @@ func (ps *PubSub) Close() error {
 			states = append(states, st)
 		}
 		ps.mu.Unlock()
-		close(ps.closed)
-		ps.stopListen()
 
-		// Statements in flight get CloseTimeout, then they are canceled.
 		timeout := time.AfterFunc(ps.opts.CloseTimeout, ps.cancel)
 		defer timeout.Stop()
-		ps.loops.Wait()
+		ps.loops.Stop()
 		for _, st := range states {
 			st.releaseAll()
 		}
 		ps.ops.Wait()
-		close(ps.settleStop)
-		ps.settler.Wait()
+		_ = ps.notifies.Wait(ps.ctx)
+		ps.writers.Stop()
 		ps.cancel()
 	})
 	return err
@@ -215,7 +181,7 @@ func (ps *PubSub) Close() error {
 // Shutdown closes ps; it lets a dependency injector stop it.
 func (ps *PubSub) Shutdown(context.Context) error { return ps.Close() }
 
-// begin registers a statement run for a caller; Close waits for it. It
+// begin registers a call in flight for a caller; Close waits for it. It
 // fails once the PubSub is closed.
 func (ps *PubSub) begin() error {
 	ps.mu.RLock()
@@ -229,77 +195,10 @@ func (ps *PubSub) begin() error {
 
 func (ps *PubSub) end() { ps.ops.Done() }
 
-func (ps *PubSub) closing() bool {
-	select {
-	case <-ps.closed:
-		return true
-	default:
-		return false
-	}
-}
+// done is closed once Close has begun.
+func (ps *PubSub) done() <-chan struct{} { return ps.loops.Stopping() }
 
-// qualifiedTable returns the schema-qualified name of the message table,
-// looking it up once. It wraps migrations.ErrNotMigrated when the table
-// does not exist.
-func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
-	if q := ps.qualified.Load(); q != nil {
-		return *q, nil
-	}
-	// No lock while querying: callers give up with their own ctx, and
-	// concurrent look-ups find the same answer.
-	var q string
-	err := ps.sqldb.QueryRowContext(ctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "is missing"))
-	}
-	if err != nil {
-		return "", fmt.Errorf("dbpubsub: look up table %q: %w", ps.opts.Table, err)
-	}
-	ps.qualified.Store(&q)
-	return q, nil
-}
-
-// idSequence is the message table's id sequence: its schema-qualified,
-// quoted name, and its increment, how many ids one nextval reserves
-// (migration 0004).
-type idSequence struct {
-	name      string
-	increment int64
-}
-
-// idSeq returns the message table's id sequence, looking it up once per
-// PubSub; table is the table's schema-qualified, quoted name.
-func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) {
-	if s := ps.ids.Load(); s != nil {
-		return s, nil
-	}
-	// No lock while querying, as in qualifiedTable.
-	var s idSequence
-	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
-	}
-	ps.ids.Store(&s)
-	return &s, nil
-}
-
-// wakeLocal wakes this PubSub's consumers of topic name, if it has any.
-func (ps *PubSub) wakeLocal(name string) {
-	if st := ps.existingState(name); st != nil {
-		st.wake()
-	}
-}
-
-// sleep waits d or until the PubSub closes; it reports whether d passed.
-func (ps *PubSub) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ps.closed:
-		return false
-	}
-}
+func (ps *PubSub) closing() bool { return ps.loops.IsStopping() }
 
 // backoff is the wait between retries of a failing background statement.
 type backoff struct{ d time.Duration }

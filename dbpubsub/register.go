@@ -7,7 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/di"
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/internal/backend"
 )
 
 // Register registers a PubSub with the default Options as the
@@ -23,10 +23,8 @@ func Register(ctx context.Context) error {
 
 // RegisterWithOptions is Register with opts. A bad option is reported now.
 func RegisterWithOptions(ctx context.Context, opts Options) error {
-	if _, err := opts.withDefaults(); err != nil {
-		return err
-	}
-	return di.RegisterLazySingleton(ctx, func(ctx context.Context) (pubsub.PubSub, error) {
+	_, err := opts.withDefaults()
+	return backend.Register(ctx, err, func(ctx context.Context) (*PubSub, error) {
 		db, err := di.Resolve[*bun.DB](ctx)
 		if err != nil {
 			return nil, fmt.Errorf("dbpubsub: the PubSub needs the app's *bun.DB in the injector (di.RegisterBorrowed(ctx, db) or di.RegisterSingleton(ctx, db)): %w", err)

@@ -3,29 +3,224 @@ package dbpubsub
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/batch"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
+// Settling a delivery: Ack, Nack, Fail, Reject and ExtendLease on a
+// message, and the settle queue that writes them. Settles asked for
+// concurrently, by any consumer of the PubSub, share statements: up to
+// settlers statements are in flight at once, each for up to
+// maxSettleBatch settles, fenced row by row by the delivery's token and
+// lease. With Options.AsyncAck, Ack queues its settle and returns; Flush
+// and Close wait for the queued ones.
+
 // settlers is how many settle statements may be in flight at once: while
 // one waits for its commit, the next group is sent, and PostgreSQL flushes
-// concurrent commits together. (Measured on a loaded 2-core machine, 1, 2
-// and 4 were within the noise of each other.)
+// concurrent commits together.
 const settlers = 2
 
 // maxSettleBatch is the most settles grouped into one statement.
 const maxSettleBatch = 512
 
-// maxQueuedAcks bounds the asynchronous acks waiting for a statement
-// (Options.AsyncAck); an Ack beyond it waits for its commit, which slows
-// the consumers down to the pace of the settlers.
+// maxQueuedAcks bounds the settles waiting for a statement when an
+// asynchronous ack is queued (Options.AsyncAck); an Ack beyond it waits
+// for its commit, which slows the consumers down to the pace of the
+// settlers.
 const maxQueuedAcks = 8 * maxSettleBatch
 
-// settleReq asks the settler to change one delivered row.
+// Row states, as stored in the status column.
+const (
+	statusPending    = "pending"
+	statusProcessing = "processing"
+	statusFinished   = "finished"
+	statusDead       = "dead"
+)
+
+// message is one delivery of a row. Its settle calls are fenced by the
+// row's delivery token: they only touch the row while this delivery holds
+// its lease.
+type message struct {
+	st *topicState
+	d  *delivery
+
+	mu    sync.Mutex
+	state msgState
+}
+
+type msgState uint8
+
+const (
+	msgOpen    msgState = iota
+	msgBusy             // a settle is in flight
+	msgSettled          // acked, nacked, failed or rejected
+	msgExpired          // the lease ran out (the database said so)
+)
+
+var (
+	_ pubsub.Message       = (*message)(nil)
+	_ pubsub.Attempter     = (*message)(nil)
+	_ pubsub.LeaseExtender = (*message)(nil)
+	_ pubsub.Failer        = (*message)(nil)
+	_ pubsub.Rejecter      = (*message)(nil)
+)
+
+func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
+func (m *message) Data() []byte { return m.d.data }
+func (m *message) Attempt() int { return m.d.attempt }
+
+// Ack settles the message for good; it returns once that is committed, or,
+// with Options.AsyncAck, once it is queued for the next grouped statement.
+func (m *message) Ack(ctx context.Context) error {
+	if m.st.ps.opts.AsyncAck {
+		if ok, err := m.ackAsync(); ok || err != nil {
+			return err
+		}
+	}
+	return m.settle(ctx, "ack", statusFinished, 0, "")
+}
+
+// Nack gives the message back for redelivery after the retry policy's
+// backoff, or makes it dead when its attempts are exhausted.
+func (m *message) Nack(ctx context.Context) error { return m.fail(ctx, "nack", nil) }
+
+// Fail is Nack keeping reason, shown if the message ends up dead.
+func (m *message) Fail(ctx context.Context, reason error) error { return m.fail(ctx, "fail", reason) }
+
+func (m *message) fail(ctx context.Context, op string, reason error) error {
+	f := backend.Fail(m.st.ps.opts.Retry, m.d.attempt, reason)
+	if f.Dead {
+		return m.settle(ctx, op, statusDead, 0, f.Reason)
+	}
+	err := m.settle(ctx, op, statusPending, f.Backoff, f.Reason)
+	if err == nil {
+		m.st.wake() // the fetcher sleeps until the new due time
+	}
+	return err
+}
+
+// Reject makes the message dead at once, keeping reason.
+func (m *message) Reject(ctx context.Context, reason error) error {
+	return m.settle(ctx, "reject", statusDead, 0, backend.RejectReason(reason))
+}
+
+// ExtendLease moves the lease deadline to now+d (by the database's clock).
+func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("dbpubsub: extend lease of message %s by %v: want a positive duration", m.ID(), d)
+	}
+	if err := m.acquire("extend lease"); err != nil {
+		return err
+	}
+	err := m.extend(ctx, d)
+	m.mu.Lock()
+	m.state = msgOpen
+	if errors.Is(err, pubsub.ErrLeaseExpired) {
+		m.state = msgExpired
+	}
+	m.mu.Unlock()
+	return err
+}
+
+func (m *message) extend(ctx context.Context, d time.Duration) error {
+	ps := m.st.ps
+	if err := ps.begin(); err != nil {
+		return m.errorf("extend lease", err)
+	}
+	defer ps.end()
+	var n int64
+	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
+		res, err := ex.ExecContext(ctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return m.errorf("extend lease", ctxErr(ctx, err))
+	}
+	if n == 0 {
+		return m.errorf("extend lease", pubsub.ErrLeaseExpired)
+	}
+	return nil
+}
+
+// acquire marks a settle or extension in flight, or says why none can be.
+func (m *message) acquire(op string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch m.state {
+	case msgSettled, msgBusy:
+		return m.errorf(op, pubsub.ErrSettled)
+	case msgExpired:
+		return m.errorf(op, pubsub.ErrLeaseExpired)
+	}
+	m.state = msgBusy
+	return nil
+}
+
+// settle writes the new status of the row in the next grouped statement and
+// returns once it is committed.
+func (m *message) settle(ctx context.Context, op, status string, delay time.Duration, reason string) error {
+	if err := m.acquire(op); err != nil {
+		return err
+	}
+	err := m.st.ps.settle(ctx, &settleReq{
+		id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason,
+	})
+	m.mu.Lock()
+	switch {
+	case err == nil:
+		m.state = msgSettled
+	case errors.Is(err, pubsub.ErrLeaseExpired):
+		m.state = msgExpired
+	default:
+		m.state = msgOpen // nothing was changed (or it is unknown); the caller may try again
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return m.errorf(op, err)
+	}
+	return nil
+}
+
+// ackAsync queues the ack (Options.AsyncAck). It reports false, leaving
+// the ack to the synchronous path, when the lease is in its second half
+// (so that a lost lease is reported, not logged) or the queue is full.
+func (m *message) ackAsync() (bool, error) {
+	ps := m.st.ps
+	if time.Since(m.d.leased) > ps.opts.Lease/2 {
+		return false, nil
+	}
+	if err := m.acquire("ack"); err != nil {
+		return false, err
+	}
+	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name})
+	m.mu.Lock()
+	if queued {
+		m.state = msgSettled
+	} else {
+		m.state = msgOpen
+	}
+	m.mu.Unlock()
+	return queued, nil
+}
+
+func (m *message) errorf(op string, err error) error {
+	return backend.MessageError("dbpubsub", op, m.ID(), m.d.attempt, m.st.name, err)
+}
+
+// settleReq asks for one delivered row to change.
 type settleReq struct {
 	id, token int64
 	status    string
@@ -35,127 +230,44 @@ type settleReq struct {
 	topic     string     // for the log of a failed asynchronous ack
 }
 
+func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
+	return batch.New(ps.writers, batch.Options[*settleReq]{Lanes: settlers, Max: maxSettleBatch, Handle: ps.execSettle})
+}
+
 // settle runs r in the next grouped statement and returns once it is
 // committed: nil, an error wrapping pubsub.ErrLeaseExpired when the
 // delivery no longer holds the row, or the statement's error. If ctx ends
-// before r is handed to a statement, it returns ctx's error and nothing was
-// changed; once handed over, r's outcome is awaited (see PubSub.write).
+// before r is taken into a statement, it returns ctx's error and nothing
+// was changed; once taken, r's outcome is awaited (see PubSub.write).
 func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
 	if err := ps.begin(); err != nil {
 		return err
 	}
 	defer ps.end()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r.done = make(chan error, 1)
+	t, _ := ps.settles.Add(r, 0)
 	select {
-	case ps.settleCh <- r:
+	case err := <-r.done:
+		return err
 	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return <-r.done
-}
-
-// ackQueue holds the asynchronous acks (Options.AsyncAck) until a settler
-// takes them, and tells Flush when the acks queued before it are written.
-// Acks are numbered in queue order; a settler takes a run of consecutive
-// numbers, so every ack numbered below the smallest one in flight or
-// queued is written.
-type ackQueue struct {
-	mu       sync.Mutex
-	pending  []*settleReq
-	next     uint64          // the number of the next ack queued
-	taken    uint64          // acks numbered below it are taken by a settler
-	inflight map[uint64]bool // the first numbers of the runs being written
-	written  chan struct{}   // closed (and replaced) when a run is written
-	kick     chan struct{}   // cap 1: acks were queued
-}
-
-func newAckQueue() *ackQueue {
-	return &ackQueue{
-		inflight: make(map[uint64]bool),
-		written:  make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-	}
-}
-
-// push queues r unless the queue is full.
-func (q *ackQueue) push(r *settleReq) bool {
-	q.mu.Lock()
-	if len(q.pending) >= maxQueuedAcks {
-		q.mu.Unlock()
-		return false
-	}
-	q.pending = append(q.pending, r)
-	q.next++
-	q.mu.Unlock()
-	select {
-	case q.kick <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// take moves up to n queued acks onto batch and returns the number of the
-// first one taken (for done).
-func (q *ackQueue) take(batch []*settleReq, n int) ([]*settleReq, uint64, int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	k := min(n, len(q.pending))
-	if k == 0 {
-		return batch, 0, 0
-	}
-	batch = append(batch, q.pending[:k]...)
-	clear(q.pending[:k])
-	q.pending = q.pending[k:]
-	if len(q.pending) == 0 {
-		q.pending = nil // let the backing array go
-	} else {
-		select { // more for the other settler, or the next round
-		case q.kick <- struct{}{}:
-		default:
+		if ps.settles.Cancel(t) {
+			return ctx.Err()
 		}
+		return <-r.done
 	}
-	first := q.taken
-	q.taken += uint64(k)
-	q.inflight[first] = true
-	return batch, first, k
-}
-
-// done marks the run starting at first written (or failed: logged).
-func (q *ackQueue) done(first uint64) {
-	q.mu.Lock()
-	delete(q.inflight, first)
-	close(q.written)
-	q.written = make(chan struct{})
-	q.mu.Unlock()
-}
-
-// writtenBelow returns the number below which every ack is written, and a
-// channel closed when that may have changed.
-func (q *ackQueue) writtenBelow() (uint64, <-chan struct{}) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	w := q.taken
-	for first := range q.inflight {
-		w = min(w, first)
-	}
-	return w, q.written
-}
-
-// queued returns the number of the next ack to be queued.
-func (q *ackQueue) queued() uint64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.next
 }
 
 // ackAsync queues r as an asynchronous ack and reports whether it was
 // queued (false: the PubSub is closed or the queue is full). The ack holds
-// a PubSub operation until it is written, so Close writes it first.
+// a PubSub call until it is written, so Close writes it first.
 func (ps *PubSub) ackAsync(r *settleReq) bool {
 	if err := ps.begin(); err != nil {
 		return false
 	}
-	if !ps.acks.push(r) {
+	if _, ok := ps.settles.Add(r, maxQueuedAcks); !ok {
 		ps.end()
 		return false
 	}
@@ -166,62 +278,12 @@ func (ps *PubSub) ackAsync(r *settleReq) bool {
 // are written to the database (or failed, which is logged), or when ctx
 // ends. Without AsyncAck there is nothing to wait for. Stats, ListDead and
 // the other reads of a topic flush first, so they see this PubSub's acks.
-func (ps *PubSub) Flush(ctx context.Context) error {
-	target := ps.acks.queued()
-	for {
-		w, ch := ps.acks.writtenBelow()
-		if w >= target {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// settleLoop groups the settles that arrive while a statement runs into
-// the next statement: one round trip and one commit for many acks and
-// nacks, without waiting when there is only one.
-func (ps *PubSub) settleLoop() {
-	defer ps.settler.Done()
-	batch := make([]*settleReq, 0, maxSettleBatch)
-	for {
-		batch = batch[:0]
-		select {
-		case r := <-ps.settleCh:
-			batch = append(batch, r)
-		case <-ps.acks.kick:
-		case <-ps.settleStop:
-			return
-		}
-	more:
-		for len(batch) < maxSettleBatch {
-			select {
-			case r := <-ps.settleCh:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		var first uint64
-		var async int
-		batch, first, async = ps.acks.take(batch, maxSettleBatch-len(batch))
-		if len(batch) > 0 {
-			ps.execSettle(batch)
-		}
-		if async > 0 {
-			ps.acks.done(first)
-			for range async {
-				ps.end()
-			}
-		}
-	}
-}
+func (ps *PubSub) Flush(ctx context.Context) error { return ps.settles.Wait(ctx) }
 
 type idToken struct{ id, token int64 }
 
+// execSettle writes the settles of batch in one statement and tells each
+// its outcome.
 func (ps *PubSub) execSettle(batch []*settleReq) {
 	// Lock rows in id order, so that two statements never wait for each
 	// other's rows in opposite orders.
@@ -261,9 +323,12 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 		if r.done != nil {
 			r.done <- rerr
-		} else if rerr != nil {
+			continue
+		}
+		if rerr != nil {
 			ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
 				slog.String("topic", r.topic), slog.Int64("id", r.id), slog.Any("error", rerr))
 		}
+		ps.end() // the call ackAsync began
 	}
 }

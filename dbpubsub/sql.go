@@ -1,34 +1,10 @@
 package dbpubsub
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"strings"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
 )
-
-// Row states, as stored in the status column.
-const (
-	statusPending    = "pending"
-	statusProcessing = "processing"
-	statusFinished   = "finished"
-	statusDead       = "dead"
-)
-
-// reasonLeaseExpired is the last error of a message made dead because its
-// last lease ran out.
-const reasonLeaseExpired = "lease expired"
-
-// channelPrefix starts every notification channel of dbpubsub.
-const channelPrefix = "conveyor_"
-
-// channelName is the LISTEN/NOTIFY channel of topic in the table whose
-// schema-qualified name is qualified. Channels are per database, not per
-// schema, so the schema is part of it; it is hashed to stay within 63
-// bytes. statements.notifyExpr computes the same in SQL.
-func channelName(qualified, topic string) string {
-	sum := md5.Sum([]byte(qualified + ":" + topic))
-	return channelPrefix + hex.EncodeToString(sum[:])
-}
 
 // statements are the constant SQL texts of the hot path and the background
 // loops, built once per PubSub for its table. Values are always $n
@@ -196,7 +172,7 @@ func newStatements(table string) statements {
 					status = CASE WHEN t.attempts >= $2 THEN 'dead' ELSE 'pending' END,
 					run_at = now(),
 					lease_until = NULL,
-					last_error = CASE WHEN t.attempts >= $2 THEN '` + reasonLeaseExpired + `' ELSE t.last_error END,
+					last_error = CASE WHEN t.attempts >= $2 THEN '` + backend.ReasonLeaseExpired + `' ELSE t.last_error END,
 					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
 				FROM x WHERE t.id = x.id
 				RETURNING t.topic, t.status)

@@ -1,0 +1,281 @@
+package dbpubsub
+
+import (
+	"context"
+	"crypto/md5"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/migrations"
+)
+
+// topicState is what the handles on one topic name share within a PubSub:
+// what the topic's statements need from the database (looked up once), the
+// rows claimed for its consumers, the Dequeue calls waiting for them, and
+// the fetcher that claims them (fetcher.go).
+type topicState struct {
+	ps   *PubSub
+	name string
+
+	meta atomic.Pointer[topicMeta] // once looked up
+
+	mu       sync.Mutex
+	buf      []*delivery // claimed, not handed out, oldest first
+	waiters  []*waiter   // Dequeue calls waiting, first come first served
+	lastWant time.Time   // when a Dequeue call last looked
+
+	demand  chan struct{} // cap 1: the waiters changed (poke)
+	startMu sync.Mutex
+	started bool
+	readyMu sync.Mutex
+	ready   chan struct{} // closed when a message may have become ready (wake)
+
+	floor claimFloor // owned by the fetcher
+}
+
+// delivery is a row claimed for a consumer of this PubSub.
+type delivery struct {
+	id      int64
+	data    []byte
+	attempt int
+	token   int64
+	runAt   time.Time
+	leased  time.Time // when the lease was last set (local clock); guarded by topicState.mu while buffered
+}
+
+// waiter is a Dequeue call waiting for a row. The fetcher sends it one row
+// (never blocking: cap 1) when it takes it off the waiters list.
+type waiter struct{ ch chan *delivery }
+
+// topic returns a handle on name, which is valid.
+func (ps *PubSub) topic(name string) *Topic {
+	return &Topic{st: ps.state(name), Handle: backend.NewHandle()}
+}
+
+func (ps *PubSub) state(name string) *topicState {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	st, ok := ps.topics[name]
+	if !ok {
+		st = &topicState{ps: ps, name: name, demand: make(chan struct{}, 1), ready: make(chan struct{})}
+		ps.topics[name] = st
+	}
+	return st
+}
+
+// wakeLocal wakes this PubSub's consumers of topic name, if it has any.
+func (ps *PubSub) wakeLocal(name string) {
+	ps.mu.RLock()
+	st := ps.topics[name]
+	ps.mu.RUnlock()
+	if st != nil {
+		st.wake()
+	}
+}
+
+func (st *topicState) closedErr() error { return backend.ClosedError("dbpubsub", st.name) }
+
+// take returns a buffered row, or else registers the caller as a waiter.
+func (st *topicState) take() (*delivery, *waiter) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.lastWant = time.Now()
+	if len(st.buf) > 0 {
+		d := st.buf[0]
+		st.buf[0] = nil
+		st.buf = st.buf[1:]
+		return d, nil
+	}
+	w := &waiter{ch: make(chan *delivery, 1)}
+	st.waiters = append(st.waiters, w)
+	return nil, w
+}
+
+// leave takes back a waiter that gives up. A row already sent to it goes
+// back to the front of the buffer for the next caller.
+func (st *topicState) leave(w *waiter) {
+	st.mu.Lock()
+	if i := slices.Index(st.waiters, w); i >= 0 {
+		st.waiters = slices.Delete(st.waiters, i, i+1)
+	} else {
+		st.buf = slices.Insert(st.buf, 0, <-w.ch)
+	}
+	st.mu.Unlock()
+	st.poke()
+}
+
+// deliver hands claimed rows to the waiters, in order, and buffers the rest.
+func (st *topicState) deliver(rows []*delivery) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, d := range rows {
+		if len(st.waiters) == 0 {
+			st.buf = append(st.buf, d)
+			continue
+		}
+		w := st.waiters[0]
+		st.waiters[0] = nil
+		st.waiters = st.waiters[1:]
+		w.ch <- d
+	}
+}
+
+// wanted says how many rows to claim: one per waiter plus prefetch, up to
+// Options.ClaimBatch buffered; and how many rows are buffered and how many
+// calls wait.
+func (st *topicState) wanted(prefetch int) (n, buffered, waiting int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	waiting, buffered = len(st.waiters), len(st.buf)
+	if waiting > 0 {
+		n = min(waiting+prefetch, st.ps.opts.ClaimBatch) - buffered
+	}
+	return n, buffered, waiting
+}
+
+// The two signals a fetcher waits for. wake: a message may have become
+// ready (an enqueue, a notification, a nack, a rescue). poke: the demand
+// changed (a Dequeue call came or left).
+
+func (st *topicState) wake() {
+	st.readyMu.Lock()
+	close(st.ready)
+	st.ready = make(chan struct{})
+	st.readyMu.Unlock()
+}
+
+// readyChan is closed by the next wake.
+func (st *topicState) readyChan() <-chan struct{} {
+	st.readyMu.Lock()
+	defer st.readyMu.Unlock()
+	return st.ready
+}
+
+func (st *topicState) poke() {
+	select {
+	case st.demand <- struct{}{}:
+	default:
+	}
+}
+
+// topicMeta is what a topic's statements need from the database: its
+// notification channel, its ready table (migration 0003) and how many ids
+// one nextval of the id sequence reserves (migration 0004).
+type topicMeta struct {
+	ch    string
+	ready string // the ready table's schema-qualified, quoted name
+	block int64  // the sequence's increment: a statement of up to block rows takes one nextval
+	stmts readyStatements
+}
+
+// channel returns the topic's notification channel (see lookup).
+func (st *topicState) channel(ctx context.Context) (string, error) {
+	m, err := st.lookup(ctx)
+	if err != nil {
+		return "", err
+	}
+	return m.ch, nil
+}
+
+// lookup returns st's topicMeta, looking it up once, which creates the
+// topic's ready table on the topic's first use in the database. It wraps
+// migrations.ErrNotMigrated when the schema lacks the message table or
+// migration 0003.
+func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
+	if m := st.meta.Load(); m != nil {
+		return m, nil
+	}
+	ps := st.ps
+	q, err := ps.qualifiedTable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The function is created in the message table's schema. No lock
+	// while querying, as in qualifiedTable: concurrent look-ups find the
+	// same table.
+	schema := quoteIdent(q[:strings.LastIndexByte(q, '.')])
+	fn, table := schema+"."+quoteIdent(migrations.ReadyTableFunc(ps.opts.Table)), schema+"."+quoteIdent(ps.opts.Table)
+	var ready string
+	err = ps.sqldb.QueryRowContext(ctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
+		return nil, fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the ready table of topic %q: %w", st.name, err)
+	}
+	seq, err := ps.idSeq(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	m := &topicMeta{ch: channelName(q, st.name), ready: ready, block: seq.increment,
+		stmts: newReadyStatements(ps.opts.Table, ready, seq.name)}
+	st.meta.Store(m)
+	return m, nil
+}
+
+// qualifiedTable returns the schema-qualified name of the message table,
+// looking it up once. It wraps migrations.ErrNotMigrated when the table
+// does not exist.
+func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
+	if q := ps.qualified.Load(); q != nil {
+		return *q, nil
+	}
+	// No lock while querying: callers give up with their own ctx, and
+	// concurrent look-ups find the same answer.
+	var q string
+	err := ps.sqldb.QueryRowContext(ctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "is missing"))
+	}
+	if err != nil {
+		return "", fmt.Errorf("dbpubsub: look up table %q: %w", ps.opts.Table, err)
+	}
+	ps.qualified.Store(&q)
+	return q, nil
+}
+
+// idSequence is the message table's id sequence: its schema-qualified,
+// quoted name, and its increment, how many ids one nextval reserves
+// (migration 0004).
+type idSequence struct {
+	name      string
+	increment int64
+}
+
+// idSeq returns the message table's id sequence, looking it up once per
+// PubSub; table is the table's schema-qualified, quoted name.
+func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) {
+	if s := ps.ids.Load(); s != nil {
+		return s, nil
+	}
+	// No lock while querying, as in qualifiedTable.
+	var s idSequence
+	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
+	}
+	ps.ids.Store(&s)
+	return &s, nil
+}
+
+// channelPrefix starts every notification channel of dbpubsub.
+const channelPrefix = "conveyor_"
+
+// channelName is the LISTEN/NOTIFY channel of topic in the table whose
+// schema-qualified name is qualified. Channels are per database, not per
+// schema, so the schema is part of it; it is hashed to stay within 63
+// bytes. The rescue statement computes the same in SQL.
+func channelName(qualified, topic string) string {
+	sum := md5.Sum([]byte(qualified + ":" + topic))
+	return channelPrefix + hex.EncodeToString(sum[:])
+}
