@@ -32,8 +32,8 @@ type statements struct {
 // topic's ready table above id $4 (the claim's keyset floor; 0 for all) in
 // id order, moved into the message table as processing. The last column
 // tells the moved rows. RETURNING order is unspecified. The rows taken are
-// found again by id = ANY (ARRAY(…)), an index condition in any plan: as a
-// join, pgx's generic plan hashed the whole ready table on every claim.
+// found again by id = ANY (ARRAY(…)), an index condition in any plan (as a
+// join, a generic plan may hash the whole ready table).
 const claimSQL = `WITH m AS MATERIALIZED (
 		SELECT id FROM {T}
 		WHERE topic = $1 AND status = 'pending' AND run_at <= now()
@@ -64,13 +64,10 @@ const claimSQL = `WITH m AS MATERIALIZED (
 	SELECT id, data, attempts, token, run_at, true FROM ri`
 
 // processingByID stands for 'processing' in the statements that find
-// delivered rows by the ids in an array (settle, renew, release). Written
-// as a constant, the condition matches the predicate of the lease index,
-// and the generic plan that pgx's prepared statements get scanned that
-// index for every row leased in the last lease period (dead entries
-// included: at 35,000 acks/s a settle took up to 1.5 s) instead of looking
-// each id up in the primary key. A sub-select is opaque to the planner's
-// index matching, so only the primary key serves these joins.
+// delivered rows by the ids in an array (settle, renew, release): a
+// sub-select is opaque to the planner's index matching, so the generic
+// plan looks each id up in the primary key instead of scanning the lease
+// index (docs/design/dbpubsub.md, "Plans").
 const processingByID = "(SELECT 'processing')"
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
@@ -190,8 +187,7 @@ func newStatements(table string) statements {
 
 // readyStatements are the statements on one topic's ready table (migration
 // 0003), built once the table is found: the enqueues of messages for now
-// and the claim. The table's only index is its primary key on id, so an
-// enqueue costs about what an insert into a bare (id, data) table costs.
+// and the claim. The table's only index is its primary key on id.
 type readyStatements struct {
 	insert            string
 	insertMany        string
@@ -209,19 +205,15 @@ func newReadyStatements(table, ready, seq string) readyStatements {
 	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq))
 	const (
 		// $1 topic, $2 data[] in the order given, one nextval per row.
-		// data[] is unnested in the select list, as the bench's baseline
-		// does: the elements come out in array order and each row takes
-		// its id as it comes (TestEnqueueBigBatchAlone and the conformance
-		// suite check the order). In FROM with ORDINALITY and ORDER BY, the
-		// function scan's tuplestore and the sort cost ~880 more
-		// instructions per row (bench/insertcost.sh).
+		// Unnested in the select list, the elements come out in array
+		// order and each row takes its id as it comes
+		// (TestEnqueueBigBatchAlone and the conformance suite check it).
 		perRow = `INSERT INTO {R} (topic, data) SELECT $1, unnest($2::bytea[])`
 		// The same with one nextval for the statement (the WITH query b,
 		// run once): at most as many rows as the sequence's increment
 		// (migration 0004: 1024) take the ids of the block it reserves, in
 		// the order given by construction (the block's first id plus the
-		// row's position). nextval per row was ~1,400 of the ~16,300
-		// instructions of a row (bench/insertcost.sh).
+		// row's position).
 		block     = `b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)`
 		blockRows = `INSERT INTO {R} (id, topic, data)
 			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)`

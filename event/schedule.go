@@ -109,17 +109,17 @@ var cronMacros = map[string]string{
 }
 
 type cronField struct {
-	name     string
-	min, max int
-	names    []string // names[i] is the value min+i
+	name      string
+	low, high int
+	names     []string // names[i] is the value low+i
 }
 
 var cronFields = []cronField{
-	{name: "minute", min: 0, max: 59},
-	{name: "hour", min: 0, max: 23},
-	{name: "day-of-month", min: 1, max: 31},
-	{name: "month", min: 1, max: 12, names: []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}},
-	{name: "day-of-week", min: 0, max: 7, names: []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}},
+	{name: "minute", low: 0, high: 59},
+	{name: "hour", low: 0, high: 23},
+	{name: "day-of-month", low: 1, high: 31},
+	{name: "month", low: 1, high: 12, names: []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}},
+	{name: "day-of-week", low: 0, high: 7, names: []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}},
 }
 
 // parse returns the set of values of s as bits.
@@ -135,7 +135,7 @@ func (f cronField) parse(s string) (uint64, error) {
 			}
 			step = n
 		}
-		lo, hi := f.min, f.max
+		lo, hi := f.low, f.high
 		switch {
 		case rng == "*":
 		case strings.Contains(rng, "-"):
@@ -170,15 +170,15 @@ func (f cronField) parse(s string) (uint64, error) {
 func (f cronField) value(s string) (int, error) {
 	for i, n := range f.names {
 		if strings.EqualFold(s, n) {
-			return f.min + i, nil
+			return f.low + i, nil
 		}
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}
-	if v < f.min || v > f.max {
-		return 0, fmt.Errorf("%d is out of range %d-%d", v, f.min, f.max)
+	if v < f.low || v > f.high {
+		return 0, fmt.Errorf("%d is out of range %d-%d", v, f.low, f.high)
 	}
 	return v, nil
 }

@@ -36,8 +36,12 @@
 // a reason, rejecting at once, dead letters and stats are small interfaces a
 // backend may implement (Delayer, BatchEnqueuer, Attempter, LeaseExtender,
 // Failer, Rejecter, DeadLetters, Stater). Call them through the package
-// functions of the same names: they return ErrUnsupported, or use the
+// functions of the same names: they find the ability through any wrapper
+// that exposes Unwrap (see As), and return ErrUnsupported, or use the
 // documented fallback, when a backend lacks one.
+//
+// WithTx asks every enqueue made with its ctx to run in the caller's
+// transaction; a backend that cannot honour it refuses with ErrUnsupported.
 //
 // # Injecting topics
 //
