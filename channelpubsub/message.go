@@ -120,13 +120,7 @@ type message struct {
 	settled bool // guarded by e.mu
 }
 
-var (
-	_ pubsub.Message       = (*message)(nil)
-	_ pubsub.Attempter     = (*message)(nil)
-	_ pubsub.LeaseExtender = (*message)(nil)
-	_ pubsub.Failer        = (*message)(nil)
-	_ pubsub.Rejecter      = (*message)(nil)
-)
+var _ backend.Message = (*message)(nil)
 
 func (m *message) ID() string   { return m.e.ID() }
 func (m *message) Data() []byte { return m.e.data }

@@ -95,7 +95,7 @@ func (ps *PubSub) Topic(name string) pubsub.Topic {
 	if bad := backend.CheckTopicName("channelpubsub", name); bad != nil {
 		return bad
 	}
-	return &topic{q: ps.queue(name), Handle: backend.NewHandle()}
+	return &topic{q: ps.queue(name), h: backend.NewHandle()}
 }
 
 // Close stops the PubSub: every topic handle returns pubsub.ErrClosed from

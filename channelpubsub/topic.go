@@ -14,17 +14,10 @@ import (
 // topic is one handle on a queue.
 type topic struct {
 	q *queue
-	backend.Handle
+	h backend.Handle
 }
 
-var (
-	_ pubsub.Topic          = (*topic)(nil)
-	_ pubsub.Delayer        = (*topic)(nil)
-	_ pubsub.BatchEnqueuer  = (*topic)(nil)
-	_ pubsub.DeadLetters    = (*topic)(nil)
-	_ pubsub.Stater         = (*topic)(nil)
-	_ pubsub.UniqueEnqueuer = (*topic)(nil)
-)
+var _ backend.Topic = (*topic)(nil)
 
 // Enqueue adds a copy of data. On a full topic it blocks until there is
 // room or ctx ends.
@@ -32,7 +25,7 @@ func (t *topic) Enqueue(ctx context.Context, data []byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, time.Time{}, "", t.Closed())
+	return t.q.enqueue(ctx, data, time.Time{}, "", t.h.Closed())
 }
 
 // EnqueueAt adds a copy of data, to be delivered no earlier than at.
@@ -40,7 +33,7 @@ func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 	if err := t.check(); err != nil {
 		return err
 	}
-	return t.q.enqueue(ctx, data, at, "", t.Closed())
+	return t.q.enqueue(ctx, data, at, "", t.h.Closed())
 }
 
 // EnqueueBatch enqueues copies of every item, in order, all or none: the
@@ -65,7 +58,7 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	case q.batchSlot <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, ctx.Err())
-	case <-t.Closed():
+	case <-t.h.Closed():
 		return q.closedErr()
 	case <-q.ps.closed:
 		return q.closedErr()
@@ -93,7 +86,7 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if key == "" {
 		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: empty key", t.q.name)
 	}
-	err := t.q.enqueue(ctx, data, time.Time{}, key, t.Closed())
+	err := t.q.enqueue(ctx, data, time.Time{}, key, t.h.Closed())
 	if errors.Is(err, errDuplicate) {
 		return false, nil
 	}
@@ -105,14 +98,14 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	return t.q.dequeue(ctx, t.Closed())
+	return t.q.dequeue(ctx, t.h.Closed())
 }
 
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
 func (t *topic) Close() error {
-	return t.Handle.Close(t.q.closedErr())
+	return t.h.Close(t.q.closedErr())
 }
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
@@ -173,7 +166,7 @@ func (t *topic) Stats(context.Context) (pubsub.Stats, error) {
 }
 
 func (t *topic) check() error {
-	if t.IsClosed() || t.q.ps.isClosed() {
+	if t.h.IsClosed() || t.q.ps.isClosed() {
 		return t.q.closedErr()
 	}
 	return nil

@@ -714,7 +714,7 @@ func TestListenerOff(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	var logs syncbuf.Buffer
-	opts := dbpubsub.Options{PollInterval: 100 * time.Millisecond, ListenDSN: "not a dsn ::", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	opts := dbpubsub.Options{PollInterval: 100 * time.Millisecond, ListenDSN: "not a dsn ::", Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
 	tp := newPubSub(t, db, opts).Topic("t")
 	start := time.Now()
 	if err := tp.Enqueue(ctx, []byte("x")); err != nil {
@@ -728,6 +728,31 @@ func TestListenerOff(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "LISTEN/NOTIFY is off") {
 		t.Errorf("logs %q, want the listener's failure said", logs.String())
+	}
+	wantErrorKey(t, logs.String(), "LISTEN/NOTIFY is off")
+}
+
+// wantErrorKey checks that the JSON log records give their error under the
+// key "error", as every package of conveyor does (event, the template
+// app), so one query finds them all; and that the record with message msg
+// has one.
+func wantErrorKey(t *testing.T, logs, msg string) {
+	t.Helper()
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if _, ok := rec["err"]; ok {
+			t.Errorf("log record %q has the key \"err\", want \"error\"", line)
+		}
+		if s, _ := rec["error"].(string); s != "" && strings.Contains(fmt.Sprint(rec["msg"]), msg) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("logs %q: want %q with its error under \"error\"", logs, msg)
 	}
 }
 
@@ -812,36 +837,56 @@ func TestEnqueueCanceledWhileRunning(t *testing.T) {
 	}
 }
 
-// The logs of dbpubsub give the error under the key "error", as every
-// package of conveyor does (event, the template app), so one query finds
-// them all.
-func TestLogsNameTheErrorKey(t *testing.T) {
+// wrapped is the thinnest middleware: the seed methods and Unwrap.
+type wrapped struct{ pubsub.Topic }
+
+func (w wrapped) Unwrap() pubsub.Topic { return w.Topic }
+
+// Through a wrapping Topic, every enqueue still runs in the caller's
+// transaction (WithTx travels in ctx, the abilities are found by
+// pubsub.As): a rolled-back one is never delivered, a committed one is.
+func TestWithTxThroughAWrapper(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := newStore(t)
-	var logs syncbuf.Buffer
-	opts := dbpubsub.Options{PollInterval: 100 * time.Millisecond, ListenDSN: "not a dsn ::", Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
-	tp := newPubSub(t, db, opts).Topic("t")
-	if err := tp.Enqueue(ctx, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := dequeueWithin(t, tp, 10*time.Second).Ack(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var found bool
-	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
+	tp := wrapped{newPubSub(t, db, dbpubsub.Options{}).Topic("wrapped")}
+	write := func(commit bool, data string) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, ok := rec["err"]; ok {
-			t.Errorf("log record %q has the key \"err\", want \"error\"", line)
+		txctx := dbpubsub.WithTx(ctx, tx)
+		if err := tp.Enqueue(txctx, []byte(data)); err != nil {
+			t.Fatal(err)
 		}
-		if s, _ := rec["error"].(string); s != "" && strings.Contains(rec["msg"].(string), "LISTEN/NOTIFY is off") {
-			found = true
+		if err := pubsub.EnqueueBatch(txctx, tp, [][]byte{[]byte(data + " batch")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pubsub.EnqueueAt(txctx, tp, []byte(data+" at"), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	if !found {
-		t.Errorf("logs %q: want the listener's failure with its error under \"error\"", logs.String())
+	write(false, "rolled back")
+	write(true, "committed")
+	got := map[string]bool{}
+	for range 3 {
+		m := dequeueWithin(t, tp, 10*time.Second)
+		got[string(m.Data())] = true
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectNone(t, tp, 300*time.Millisecond)
+	if !got["committed"] || !got["committed batch"] || !got["committed at"] {
+		t.Fatalf("delivered %v, want the three committed messages", got)
 	}
 }

@@ -66,13 +66,7 @@ const (
 	msgExpired          // the lease ran out (the database said so)
 )
 
-var (
-	_ pubsub.Message       = (*message)(nil)
-	_ pubsub.Attempter     = (*message)(nil)
-	_ pubsub.LeaseExtender = (*message)(nil)
-	_ pubsub.Failer        = (*message)(nil)
-	_ pubsub.Rejecter      = (*message)(nil)
-)
+var _ backend.Message = (*message)(nil)
 
 func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
 func (m *message) Data() []byte { return m.d.data }

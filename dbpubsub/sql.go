@@ -74,6 +74,9 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
+// newStatements builds the statements on the message table named table.
+// It is long because it is a table of constant texts, one entry per
+// statement, each with its parameters beside it; it has no logic.
 func newStatements(table string) statements {
 	t := quoteIdent(table)
 	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)

@@ -59,7 +59,7 @@ type waiter struct{ ch chan *delivery }
 
 // topic returns a handle on name, which is valid.
 func (ps *PubSub) topic(name string) *Topic {
-	return &Topic{st: ps.state(name), Handle: backend.NewHandle()}
+	return &Topic{st: ps.state(name), h: backend.NewHandle()}
 }
 
 func (ps *PubSub) state(name string) *topicState {

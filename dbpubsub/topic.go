@@ -15,19 +15,12 @@ import (
 // caller's transaction when ctx carries one (WithTx). Its enqueues are in
 // enqueue.go, its dead letters and stats in admin.go.
 type Topic struct {
-	st *topicState
-	backend.Handle
+	st  *topicState
+	h   backend.Handle
 	enq enqGroup // enqueues sharing statements (enqueue.go)
 }
 
-var (
-	_ pubsub.Topic          = (*Topic)(nil)
-	_ pubsub.Delayer        = (*Topic)(nil)
-	_ pubsub.BatchEnqueuer  = (*Topic)(nil)
-	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
-	_ pubsub.DeadLetters    = (*Topic)(nil)
-	_ pubsub.Stater         = (*Topic)(nil)
-)
+var _ backend.Topic = (*Topic)(nil)
 
 // Name returns the topic's name.
 func (t *Topic) Name() string { return t.st.name }
@@ -63,7 +56,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 			case <-ctx.Done():
 				st.leave(w)
 				return nil, ctx.Err()
-			case <-t.Closed():
+			case <-t.h.Closed():
 				st.leave(w)
 				return nil, st.closedErr()
 			case <-st.ps.done():
@@ -80,11 +73,11 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 // Close closes this handle; other handles on the topic, the messages, and
 // the deliveries already made are untouched. A second Close returns
 // pubsub.ErrClosed.
-func (t *Topic) Close() error { return t.Handle.Close(t.st.closedErr()) }
+func (t *Topic) Close() error { return t.h.Close(t.st.closedErr()) }
 
 // check says why the handle cannot be used, if it cannot.
 func (t *Topic) check() error {
-	if t.IsClosed() || t.st.ps.closing() {
+	if t.h.IsClosed() || t.st.ps.closing() {
 		return t.st.closedErr()
 	}
 	return nil

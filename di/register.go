@@ -20,7 +20,7 @@ import (
 //
 // Registering a second service of type T returns ErrAlreadyRegistered.
 func RegisterSingleton[T any](ctx context.Context, v T) error {
-	return registerValue(ctx, "RegisterSingleton", "", v)
+	return registerValue(ctx, "RegisterSingleton", "", v, false)
 }
 
 // RegisterBorrowed registers v, a value the caller owns and stops itself,
@@ -31,22 +31,7 @@ func RegisterSingleton[T any](ctx context.Context, v T) error {
 //
 // Registering a second service of type T returns ErrAlreadyRegistered.
 func RegisterBorrowed[T any](ctx context.Context, v T) error {
-	b, err := from(ctx, "RegisterBorrowed")
-	if err != nil {
-		return err
-	}
-	key, svc := newService[T]("")
-	st := b.st
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if _, dup := st.services[key]; dup {
-		return fmt.Errorf("%w: %s", ErrAlreadyRegistered, svc.display)
-	}
-	st.addLocked(key, svc)
-	// A transient service is never shut down by do: it keeps no instance.
-	do.ProvideNamedTransient(st.root, svc.doName, func(do.Injector) (T, error) { return v, nil })
-	svc.value, svc.built = v, true
-	return nil
+	return registerValue(ctx, "RegisterBorrowed", "", v, true)
 }
 
 // RegisterNamedSingleton registers v as the service of type T named name,
@@ -64,7 +49,7 @@ func RegisterNamedSingleton[T any](ctx context.Context, name string, v T) error 
 	if name == "" {
 		return fmt.Errorf("di: %s: empty name", op)
 	}
-	return registerValue(ctx, op, name, v)
+	return registerValue(ctx, op, name, v, false)
 }
 
 // RegisterLazySingleton registers p as the provider of the service of type
@@ -170,8 +155,9 @@ func Register[T any](ctx context.Context, factory func(ctx context.Context, tag 
 	return nil
 }
 
-// registerValue registers the eager value v of type T under name.
-func registerValue[T any](ctx context.Context, op, name string, v T) error {
+// registerValue registers the eager value v of type T under name: owned
+// by the injector, or borrowed (never shut down nor closed).
+func registerValue[T any](ctx context.Context, op, name string, v T, borrowed bool) error {
 	b, err := from(ctx, op)
 	if err != nil {
 		return err
@@ -184,6 +170,12 @@ func registerValue[T any](ctx context.Context, op, name string, v T) error {
 		return fmt.Errorf("%w: %s", ErrAlreadyRegistered, svc.display)
 	}
 	st.addLocked(key, svc)
+	if borrowed {
+		// A transient service is never shut down by do: it keeps no instance.
+		do.ProvideNamedTransient(st.root, svc.doName, func(do.Injector) (T, error) { return v, nil })
+		svc.value, svc.built = v, true
+		return nil
+	}
 	do.ProvideNamedValue(st.root, svc.doName, v)
 	st.builtLocked(svc, v)
 	return nil

@@ -72,3 +72,25 @@ func (t InvalidTopic) Dequeue(context.Context) (pubsub.Message, error) { return 
 
 // Close returns the name's error.
 func (t InvalidTopic) Close() error { return t.err }
+
+// Topic is a topic handle with every optional ability of package pubsub;
+// a backend that has them all checks it at compile time:
+//
+//	var _ backend.Topic = (*topic)(nil)
+type Topic interface {
+	pubsub.Topic
+	pubsub.Delayer
+	pubsub.BatchEnqueuer
+	pubsub.UniqueEnqueuer
+	pubsub.DeadLetters
+	pubsub.Stater
+}
+
+// Message is a delivery with every optional ability of package pubsub.
+type Message interface {
+	pubsub.Message
+	pubsub.Attempter
+	pubsub.LeaseExtender
+	pubsub.Failer
+	pubsub.Rejecter
+}
