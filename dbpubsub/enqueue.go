@@ -33,9 +33,10 @@ import (
 // between statements, and keep their order.
 //
 // This grouping runs on the callers' own goroutines rather than on the
-// lanes of an internal/batch queue, as settles and notifications do: the
-// statement must be sent under a caller's ctx, on a connection that caller
-// took, for the contract above to hold.
+// lanes of an internal/batch queue, as settles and notifications do: a
+// leader takes its connection with its own ctx, and no goroutine hand-off
+// comes between a call and its statement (measured:
+// docs/design/dbpubsub.md, "Rejected: enqueue groups on the lanes").
 
 // enqueueStatements is how many group statements a Topic handle may have
 // in flight at once; two keep a second server core busy (measurements:
