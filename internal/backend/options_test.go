@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -63,7 +64,7 @@ func TestInvalidTopicAndHandle(t *testing.T) {
 		t.Fatal("a valid name got an invalid handle")
 	}
 	bad := CheckTopicName("pkg", "")
-	if err := bad.Enqueue(nil, nil); !errors.Is(err, pubsub.ErrInvalidTopic) || !strings.HasPrefix(err.Error(), "pkg: ") {
+	if err := bad.Enqueue(context.Background(), nil); !errors.Is(err, pubsub.ErrInvalidTopic) || !strings.HasPrefix(err.Error(), "pkg: ") {
 		t.Errorf("Enqueue on an invalid name = %v", err)
 	}
 	h := NewHandle()

@@ -1,6 +1,6 @@
 // Package pubsubtest is the conformance suite of the pubsub contract. Every
 // backend's conformance test calls Run with a Harness that says how to make
-// a fresh backend and which optional features it has:
+// a fresh backend and which optional abilities it has:
 //
 //	func TestConformance(t *testing.T) {
 //		pubsubtest.Run(t, pubsubtest.Harness{
@@ -13,12 +13,17 @@
 //				return ps
 //			},
 //			Register: func(_ testing.TB, ctx context.Context) error { return mybackend.Register(ctx) },
+//			Abilities: pubsubtest.AllMessageAbilities(), // what the backend offers, declared once
 //		})
 //	}
+//
+// The suite checks that the backend offers exactly the abilities declared.
+// Wrap(h) runs it all again through the thinnest wrapping Topic, so that a
+// backend's abilities are shown to survive middleware (pubsub.As).
 //
 // The cases run in parallel, each on its own backend. Timing cases use short
 // leases and backoffs from Config; they assert lower bounds (a message must
 // not come back before its backoff) and wait generously for what must
-// happen, so a slow machine does not fail a correct backend. Cases for a
-// feature the harness does not declare are skipped, and say so.
+// happen, so a slow machine does not fail a correct backend. Cases for an
+// ability the harness does not declare are skipped, and say so.
 package pubsubtest
