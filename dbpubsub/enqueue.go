@@ -72,7 +72,7 @@ func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 // EnqueueBatch adds a copy of every item of data in one statement: all or
 // none.
 func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
-	c, err := t.open(ctx, "batch enqueue", data)
+	c, err := t.open(ctx, "batch enqueue", data, true)
 	if err != nil || len(c.data) == 0 {
 		return err
 	}
@@ -94,15 +94,16 @@ func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 // Concurrent calls with one key, from any process, add one message. The
 // key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL.
 func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if err := t.check(); err != nil {
+		return false, err
+	}
 	switch {
-	case t.check() != nil:
-		return false, t.check()
 	case key == "":
 		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: empty key", t.st.name)
 	case len(key) > MaxUniqueKeyLen || !utf8.ValidString(key) || strings.ContainsRune(key, 0):
 		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: want a key of 1 to %d bytes of UTF-8 without NUL", t.st.name, MaxUniqueKeyLen)
 	}
-	c, err := t.open(ctx, "unique enqueue", [][]byte{data})
+	c, err := t.open(ctx, "unique enqueue", [][]byte{data}, false)
 	if err != nil {
 		return false, err
 	}
@@ -127,7 +128,7 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 }
 
 func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
-	c, err := t.open(ctx, "enqueue", [][]byte{data})
+	c, err := t.open(ctx, "enqueue", [][]byte{data}, false)
 	if err != nil {
 		return err
 	}
@@ -160,10 +161,10 @@ type enqueueCall struct {
 }
 
 // open makes the checks every enqueue makes, in order: the handle, the
-// payloads' sizes, ctx, the caller's transaction, the topic's look-up (it
+// payloads' sizes (an item of a batch is named by its index), ctx, the caller's transaction, the topic's look-up (it
 // creates the ready table on first use), and the PubSub being open. The
 // caller closes a call it got.
-func (t *Topic) open(ctx context.Context, op string, data [][]byte) (*enqueueCall, error) {
+func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) (*enqueueCall, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (t *Topic) open(ctx context.Context, op string, data [][]byte) (*enqueueCal
 	c := &enqueueCall{t: t, op: op, data: make([][]byte, len(data))}
 	for i, d := range data {
 		if err := pubsub.CheckSize(d, st.ps.opts.MaxDataSize); err != nil {
-			if len(data) > 1 || op == "batch enqueue" {
+			if batch {
 				return nil, fmt.Errorf("dbpubsub: batch item %d on topic %q: %w", i, st.name, err)
 			}
 			return nil, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)

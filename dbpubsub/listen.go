@@ -103,7 +103,7 @@ func (l *listener) run(stop <-chan struct{}) {
 		default:
 			log.Warn("dbpubsub: listener cannot connect; consumers poll meanwhile", "error", err)
 		}
-		if !sleepCtx(ctx, bo.next()) {
+		if !service.Sleep(ctx.Done(), bo.next()) {
 			return
 		}
 	}
@@ -274,9 +274,4 @@ func (l *listener) endInterruptible(wctx context.Context) bool {
 	interrupted := wctx.Err() != nil
 	cancel()
 	return interrupted
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	return service.Sleep(ctx.Done(), d)
 }

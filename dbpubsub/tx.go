@@ -27,9 +27,6 @@ import (
 // A backend that cannot write in idb (channelpubsub) refuses the enqueue
 // with an error wrapping pubsub.ErrUnsupported.
 func WithTx(ctx context.Context, idb bun.IDB) context.Context {
-	if idb == nil {
-		return pubsub.WithTx(ctx, nil)
-	}
 	return pubsub.WithTx(ctx, idb)
 }
 

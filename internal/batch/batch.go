@@ -130,33 +130,19 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 func (q *Queue[T]) lane(stop <-chan struct{}) {
 	batch := make([]T, 0, q.opts.Max)
 	for {
-		if q.opts.Pace != nil {
-			if q.idle() {
-				return
-			}
-			q.opts.Pace(stop)
-		}
-		batch = batch[:0]
 		q.mu.Lock()
 		if len(q.items) == 0 {
 			q.running--
 			q.mu.Unlock()
 			return
 		}
-		n := min(len(q.items), q.opts.Max)
-		for _, it := range q.items[:n] {
-			if !it.canceled {
-				batch = append(batch, it.v)
-			}
+		if q.opts.Pace != nil {
+			q.mu.Unlock()
+			q.opts.Pace(stop) // items added meanwhile join the batch
+			q.mu.Lock()
 		}
-		clear(q.items[:n])
-		q.items = q.items[n:]
-		if len(q.items) == 0 {
-			q.items = nil // let the backing array go
-		}
-		first := q.taken
-		q.taken += uint64(n)
-		q.inflight[first] = true
+		var first uint64
+		batch, first = q.takeLocked(batch[:0])
 		q.mu.Unlock()
 
 		if len(batch) > 0 {
@@ -171,13 +157,23 @@ func (q *Queue[T]) lane(stop <-chan struct{}) {
 	}
 }
 
-// idle ends the calling lane if no item waits, and reports whether it did.
-func (q *Queue[T]) idle() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.items) > 0 {
-		return false
+// takeLocked moves up to Max waiting items, less the canceled ones, onto
+// batch, marks them in flight, and returns the first ticket taken. Called
+// with mu held.
+func (q *Queue[T]) takeLocked(batch []T) ([]T, uint64) {
+	n := min(len(q.items), q.opts.Max)
+	for _, it := range q.items[:n] {
+		if !it.canceled {
+			batch = append(batch, it.v)
+		}
 	}
-	q.running--
-	return true
+	clear(q.items[:n])
+	q.items = q.items[n:]
+	if len(q.items) == 0 {
+		q.items = nil // let the backing array go
+	}
+	first := q.taken
+	q.taken += uint64(n)
+	q.inflight[first] = true
+	return batch, first
 }

@@ -76,7 +76,7 @@ func TestCancelAndLimit(t *testing.T) {
 	for !taken(q, first) {
 		time.Sleep(time.Millisecond)
 	}
-	kept, _ := q.Add("kept", 0)
+	q.Add("kept", 0)
 	gone, _ := q.Add("gone", 0)
 	if _, ok := q.Add("over", 2); ok {
 		t.Fatal("Add over the limit was queued")
@@ -91,7 +91,6 @@ func TestCancelAndLimit(t *testing.T) {
 	if err := q.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_ = kept
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(got, []string{"first", "kept"}) {
