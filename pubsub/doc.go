@@ -22,9 +22,33 @@
 //     returns ErrLeaseExpired and leaves the new one alone.
 //   - Settling twice returns ErrSettled; a closed topic ErrClosed; a bad
 //     topic name ErrInvalidTopic; data over the size limit (default 4 MiB)
-//     ErrTooLarge. All are wrapped with context: match them with errors.Is.
+//     ErrTooLarge; a bad subscription name ErrInvalidSubscription, a bad
+//     key ErrInvalidKey. All are wrapped with context: match them with errors.Is.
 //   - Closing a topic handle stops its Enqueue and Dequeue; the messages stay
 //     in the backend, and deliveries already made can still be settled.
+//
+// # Subscriptions
+//
+// A topic can have any number of named subscriptions (Subscriber). Each
+// receives its own copy of every message published to the topic after it
+// was created, and is, for its copies, a work queue as above: competing
+// consumers, leases, retries, dead letters and stats are per subscription.
+// Handles on one subscription name, in any process, share it.
+//
+// Topic(name) keeps the rules above: its enqueues publish and its Dequeue
+// reads the default subscription (DefaultSubscription). A message goes to
+// every subscription the topic has when it is published; a topic with none
+// keeps it for its default subscription, so a plain queue loses nothing.
+// Consuming from the default subscription, or Subscribe with its name,
+// makes it one of the topic's subscriptions; until then a topic consumed
+// only through named ones keeps no copies for it. Creating a subscription
+// is idempotent, and durable on a durable backend; DeleteSubscription
+// removes it and its copies. Nothing is deleted otherwise. On a backend
+// with transactions a publish in one (WithTx) writes every copy or none.
+// Copies are distinct messages: each has an ID of its own.
+//
+// An Inbox remembers the keys a subscription's consumers claimed, so a
+// consumer can make a redelivered message's effects once (Claim).
 //
 // The package pubsubtest checks all of this; every backend runs it.
 // Swapping backends changes durability and sharing across processes, and

@@ -16,6 +16,15 @@ var (
 	ErrLeaseExpired = errors.New("pubsub: lease expired")
 	// ErrInvalidTopic is returned for a topic name ValidateTopicName rejects.
 	ErrInvalidTopic = errors.New("pubsub: invalid topic name")
+	// ErrInvalidSubscription is returned for a subscription name
+	// ValidateSubscriptionName rejects.
+	ErrInvalidSubscription = errors.New("pubsub: invalid subscription name")
+	// ErrNoSubscription is returned when a subscription asked for by name
+	// does not exist (for example DeleteSubscription of one never created).
+	ErrNoSubscription = errors.New("pubsub: no such subscription")
+	// ErrInvalidKey is returned for a unique-enqueue or inbox key that
+	// ValidateKey rejects.
+	ErrInvalidKey = errors.New("pubsub: invalid key")
 	// ErrTooLarge is returned by Enqueue for data over the backend's size limit.
 	ErrTooLarge = errors.New("pubsub: message too large")
 	// ErrUnsupported is returned by the package-level helpers when a backend

@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -17,19 +18,27 @@ const MaxTopicNameLen = 200
 // Names are data, never code: a backend passes them to its store only as
 // parameters, so quotes or semicolons are allowed.
 func ValidateTopicName(name string) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidTopic, err)
+	}
+	return nil
+}
+
+// checkName applies the rules shared by topic and subscription names.
+func checkName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: empty name", ErrInvalidTopic)
+		return errors.New("empty name")
 	case len(name) > MaxTopicNameLen:
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInvalidTopic, len(name), MaxTopicNameLen)
+		return fmt.Errorf("%d bytes, the limit is %d", len(name), MaxTopicNameLen)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidTopic, name)
+		return fmt.Errorf("%q is not valid UTF-8", name)
 	case strings.TrimSpace(name) != name:
-		return fmt.Errorf("%w: %q has leading or trailing white space", ErrInvalidTopic, name)
+		return fmt.Errorf("%q has leading or trailing white space", name)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %q contains a control character", ErrInvalidTopic, name)
+			return fmt.Errorf("%q contains a control character", name)
 		}
 	}
 	return nil
