@@ -45,7 +45,7 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 		q = q.Limit(int64(limit))
 	}
 	if err := q.Scan(ctx); err != nil {
-		return nil, fmt.Errorf("dbpubsub: list dead messages of topic %q: %w", t.st.name, err)
+		return nil, fmt.Errorf("dbpubsub: list dead messages of %s: %w", t.st.label(), err)
 	}
 	out := make([]pubsub.DeadMessage, len(rows))
 	for i, r := range rows {
@@ -69,14 +69,14 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("dbpubsub: requeue %q on topic %q: not a message ID: %w", id, t.st.name, pubsub.ErrNotFound)
+		return fmt.Errorf("dbpubsub: requeue %q on %s: not a message ID: %w", id, t.st.label(), pubsub.ErrNotFound)
 	}
 	count, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
 	if err != nil {
-		return fmt.Errorf("dbpubsub: requeue %q on topic %q: %w", id, t.st.name, err)
+		return fmt.Errorf("dbpubsub: requeue %q on %s: %w", id, t.st.label(), err)
 	}
 	if count == 0 {
-		return fmt.Errorf("dbpubsub: requeue %q on topic %q: no dead message with that ID: %w", id, t.st.name, pubsub.ErrNotFound)
+		return fmt.Errorf("dbpubsub: requeue %q on %s: no dead message with that ID: %w", id, t.st.label(), pubsub.ErrNotFound)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
 	}
 	n, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q })
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: requeue dead messages of topic %q: %w", t.st.name, err)
+		return 0, fmt.Errorf("dbpubsub: requeue dead messages of %s: %w", t.st.label(), err)
 	}
 	return n, nil
 }
@@ -140,11 +140,11 @@ func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
 	res, err := ps.db.NewDelete().TableExpr("?", ps.table()).
 		Where("topic = ?", t.st.name).Where("status = ?", statusDead).Exec(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: purge dead messages of topic %q: %w", t.st.name, err)
+		return 0, fmt.Errorf("dbpubsub: purge dead messages of %s: %w", t.st.label(), err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: purge dead messages of topic %q: %w", t.st.name, err)
+		return 0, fmt.Errorf("dbpubsub: purge dead messages of %s: %w", t.st.label(), err)
 	}
 	return int(n), nil
 }
@@ -163,7 +163,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	}
 	m, err := t.st.lookup(ctx)
 	if err != nil {
-		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)
+		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of %s: %w", t.st.label(), err)
 	}
 	var r struct {
 		Ready, Scheduled, Processing, Dead int64
@@ -187,7 +187,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 		tbl, name, rdy, tbl, name, tbl, name, tbl, name, tbl, name, rdy).
 		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
 	if err != nil {
-		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of topic %q: %w", t.st.name, err)
+		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of %s: %w", t.st.label(), err)
 	}
 	return pubsub.Stats{
 		Ready:       r.Ready,

@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
@@ -55,7 +53,7 @@ const (
 )
 
 // MaxUniqueKeyLen is the longest key EnqueueUnique accepts, in bytes.
-const MaxUniqueKeyLen = 1000
+const MaxUniqueKeyLen = pubsub.MaxKeyLen
 
 // Enqueue adds a copy of data, ready at once. It returns when the row is
 // committed (or, in a caller's transaction, written in it).
@@ -78,11 +76,13 @@ func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	}
 	defer c.close()
 	if c.idb == nil {
-		err = t.insert(ctx, &enqReq{data: c.data, meta: c.meta, size: c.size})
+		err = t.insert(ctx, &enqReq{data: c.data, size: c.size})
 	} else {
-		err = c.write(ctx, func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, c.meta.many(len(c.data), true), t.st.name, c.data, c.meta.ch)
-			return err
+		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
+			if rt.own != nil {
+				return affected(ex.ExecContext(ctx, rt.own.many(len(c.data), true), rt.names[0], c.data, rt.own.ch, rt.version))
+			}
+			return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, c.data, rt.chans))
 		})
 	}
 	return c.fail(ctx, err)
@@ -92,37 +92,41 @@ func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 // enqueued under key: ready, scheduled, processing, dead, or finished and
 // not yet pruned (Options.Retention). It reports whether data was added.
 // Concurrent calls with one key, from any process, add one message. The
-// key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL.
+// key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL (else an error
+// wrapping pubsub.ErrInvalidKey). With subscriptions, each subscription
+// that does not keep key gets a copy, and it reports whether one did.
 func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
 	if err := t.check(); err != nil {
 		return false, err
 	}
-	switch {
-	case key == "":
-		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: empty key", t.st.name)
-	case len(key) > MaxUniqueKeyLen || !utf8.ValidString(key) || strings.ContainsRune(key, 0):
-		return false, fmt.Errorf("dbpubsub: unique enqueue on topic %q: want a key of 1 to %d bytes of UTF-8 without NUL", t.st.name, MaxUniqueKeyLen)
+	if err := pubsub.ValidateKey(key); err != nil {
+		return false, fmt.Errorf("dbpubsub: unique enqueue on %s: %w", t.pub.label(), err)
 	}
 	c, err := t.open(ctx, "unique enqueue", [][]byte{data}, false)
 	if err != nil {
 		return false, err
 	}
 	defer c.close()
+	stmts := &t.pub.ps.stmts
 	added := false
-	err = c.write(ctx, func(ctx context.Context, ex execer) error {
-		var id int64
-		err := ex.QueryRowContext(ctx, t.st.ps.stmts.enqueueUniq, t.st.name, c.data[0], c.inStatement(), key).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+	err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
+		var ok bool
+		if rt.own != nil {
+			var id sql.NullInt64
+			err := ex.QueryRowContext(ctx, stmts.enqueueUniq, rt.names[0], c.data[0], c.inStatement(rt.own.ch), key, rt.version).Scan(&ok, &id)
+			added = id.Valid
+			return ok, err
 		}
-		added = err == nil
-		return err
+		var n int64
+		err := ex.QueryRowContext(ctx, stmts.fanUnique, t.pub.topic, rt.version, rt.names, c.data[0], key, c.inStatementAll(rt)).Scan(&ok, &n)
+		added = n > 0
+		return ok, err
 	})
 	if err != nil {
 		return false, c.fail(ctx, err)
 	}
 	if added && c.idb == nil {
-		t.st.committed(c.meta.ch)
+		c.rt.committed()
 	}
 	return added, nil
 }
@@ -134,16 +138,19 @@ func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
 	}
 	defer c.close()
 	if c.idb == nil {
-		err = t.insert(ctx, &enqReq{data: c.data, at: at, meta: c.meta, size: c.size})
+		err = t.insert(ctx, &enqReq{data: c.data, at: at, size: c.size})
 	} else {
-		err = c.write(ctx, func(ctx context.Context, ex execer) error {
-			var err error
-			if at.IsZero() {
-				_, err = ex.ExecContext(ctx, c.meta.stmts.enqueue, t.st.name, c.data[0], c.meta.ch)
-			} else {
-				_, err = ex.ExecContext(ctx, t.st.ps.stmts.enqueueAt, t.st.name, c.data[0], at, c.meta.ch)
+		stmts := &t.pub.ps.stmts
+		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
+			switch {
+			case rt.own != nil && at.IsZero():
+				return affected(ex.ExecContext(ctx, rt.own.stmts.enqueue, rt.names[0], c.data[0], rt.own.ch, rt.version))
+			case rt.own != nil:
+				return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version))
+			case at.IsZero():
+				return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, c.data, rt.chans))
 			}
-			return err
+			return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans))
 		})
 	}
 	return c.fail(ctx, err)
@@ -155,27 +162,28 @@ type enqueueCall struct {
 	op   string
 	data [][]byte // the payloads, none nil (NULL is not a payload)
 	size int      // bytes of data
-	meta *topicMeta
-	idb  bun.IDB // the caller's transaction, if ctx carries one
-	ex   execer  // the database/sql handle of idb
+	rt   *route   // where the topic's publishes go (subscription.go), as last used
+	idb  bun.IDB  // the caller's transaction, if ctx carries one
+	ex   execer   // the database/sql handle of idb
 }
 
 // open makes the checks every enqueue makes, in order: the handle, the
-// payloads' sizes (an item of a batch is named by its index), ctx, the caller's transaction, the topic's look-up (it
-// creates the ready table on first use), and the PubSub being open. The
-// caller closes a call it got.
+// payloads' sizes (an item of a batch is named by its index), ctx, the
+// caller's transaction, the topic's route (whose look-up creates the ready
+// table on first use), and the PubSub being open. The caller closes a call
+// it got.
 func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) (*enqueueCall, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	st := t.st
+	st := t.pub
 	c := &enqueueCall{t: t, op: op, data: make([][]byte, len(data))}
 	for i, d := range data {
 		if err := pubsub.CheckSize(d, st.ps.opts.MaxDataSize); err != nil {
 			if batch {
-				return nil, fmt.Errorf("dbpubsub: batch item %d on topic %q: %w", i, st.name, err)
+				return nil, fmt.Errorf("dbpubsub: batch item %d on %s: %w", i, st.label(), err)
 			}
-			return nil, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+			return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
 		}
 		if d == nil {
 			d = []byte{}
@@ -192,35 +200,69 @@ func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) 
 	if c.idb, c.ex, err = txFrom(ctx); err != nil {
 		return nil, err
 	}
-	if c.meta, err = st.lookup(ctx); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err))
+	if c.rt, err = st.route(ctx); err != nil {
+		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err))
 	}
 	if err := st.ps.begin(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: %s on topic %q: %w", op, st.name, err)
+		return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
 	}
 	return c, nil
 }
 
-func (c *enqueueCall) close() { c.t.st.ps.end() }
+func (c *enqueueCall) close() { c.t.pub.ps.end() }
 
-// write runs f in the caller's transaction, or on the pool when there is
-// none (see PubSub.write).
-func (c *enqueueCall) write(ctx context.Context, f func(context.Context, execer) error) error {
+// publish runs f, one publish statement on the call's route, in the
+// caller's transaction, or on the pool when there is none (see
+// PubSub.write). f reports whether the route was current (the statement's
+// guard): when it was not, nothing was written, and f runs again on the
+// route read anew, in the same transaction.
+func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, execer, *route) (bool, error)) error {
 	ex := c.ex
 	if c.idb == nil {
-		ex = c.t.st.ps.sqldb
+		ex = c.t.pub.ps.sqldb
 	}
-	return c.t.st.ps.write(ctx, ex, f)
+	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
+		for i := 0; ; i++ {
+			ok, err := f(ctx, ex, c.rt)
+			if err != nil || ok {
+				return err
+			}
+			if i == maxReroutes {
+				return errRouteChanged
+			}
+			if c.rt, err = c.t.pub.reroute(ctx, ex); err != nil {
+				return err
+			}
+		}
+	})
 }
 
-// inStatement is the channel an enqueue statement notifies: the topic's
-// own inside a caller's transaction, so that the NOTIFY goes out when it
-// commits; none otherwise (the notifier sends it, see notify.go).
-func (c *enqueueCall) inStatement() string {
+// affected reports whether a publish statement wrote (see guard): each
+// writes at least one row, or returns one, when its route was current.
+func affected(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// inStatement is the channel ch an enqueue statement notifies inside a
+// caller's transaction, so that the NOTIFY goes out when it commits; none
+// otherwise (the notifier sends it, see notify.go).
+func (c *enqueueCall) inStatement(ch string) string {
 	if c.idb != nil {
-		return c.meta.ch
+		return ch
 	}
 	return ""
+}
+
+// inStatementAll is inStatement for the channels of every queue of rt.
+func (c *enqueueCall) inStatementAll(rt *route) []string {
+	if c.idb != nil {
+		return rt.chans
+	}
+	return []string{}
 }
 
 // fail wraps err, if any, with the call's context.
@@ -229,9 +271,9 @@ func (c *enqueueCall) fail(ctx context.Context, err error) error {
 		return nil
 	}
 	if len(c.data) > 1 {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s of %d on topic %q: %w", c.op, len(c.data), c.t.st.name, err))
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s of %d on %s: %w", c.op, len(c.data), c.t.pub.label(), err))
 	}
-	return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on topic %q: %w", c.op, c.t.st.name, err))
+	return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on %s: %w", c.op, c.t.pub.label(), err))
 }
 
 // execer is what the hot path runs its constant SQL on: *sql.DB, *sql.Tx
@@ -296,9 +338,8 @@ type enqReq struct {
 	data  [][]byte
 	at    time.Time // zero: now
 	size  int       // bytes of data
-	meta  *topicMeta
-	state enqState // guarded by the enqGroup's mu
-	err   error    // the outcome, set before state becomes enqDone
+	state enqState  // guarded by the enqGroup's mu
+	err   error     // the outcome, set before state becomes enqDone
 	ready chan struct{}
 }
 
@@ -323,12 +364,14 @@ type enqGroup struct {
 // error).
 func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 	if len(r.data) > maxCallRows || r.size > maxGroupBytes {
-		ps := t.st.ps
-		err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
-			return t.insertRows(ctx, ex, []*enqReq{r})
+		ps := t.pub.ps
+		var rt *route
+		err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
+			rt, err = t.insertRows(ctx, ex, []*enqReq{r})
+			return err
 		})
 		if err == nil {
-			t.st.committed(r.meta.ch)
+			rt.committed()
 		}
 		return err
 	}
@@ -373,7 +416,7 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 // lead runs a statement with r's rows and the queued calls it can take,
 // then hands its place to the next queued call.
 func (t *Topic) lead(ctx context.Context, r *enqReq) error {
-	ps := t.st.ps
+	ps := t.pub.ps
 	conn, err := ps.sqldb.Conn(ctx)
 	if err == nil && ctx.Err() != nil {
 		conn.Close()
@@ -385,7 +428,7 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	}
 	group := t.enq.take(r)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ps.opts.StatementTimeout)
-	err = t.insertRows(sctx, conn, group)
+	rt, err := t.insertRows(sctx, conn, group)
 	for _, q := range group {
 		q.err = err
 	}
@@ -393,14 +436,17 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		// Nothing of the statement was added. The rows of one call must
 		// not fail the others: each call tries again alone.
 		for _, q := range group {
-			q.err = t.insertRows(sctx, conn, []*enqReq{q})
+			var qrt *route
+			if qrt, q.err = t.insertRows(sctx, conn, []*enqReq{q}); q.err == nil {
+				rt = qrt
+			}
 		}
 	}
 	cancel()
 	conn.Close()
 	for _, q := range group {
 		if q.err == nil {
-			t.st.committed(r.meta.ch)
+			rt.committed()
 			break
 		}
 	}
@@ -472,44 +518,65 @@ func (g *enqGroup) handOff() {
 	q.ready <- struct{}{}
 }
 
-// insertRows inserts the rows of group in one statement, in order. (Why
-// INSERT … unnest rather than COPY, and [][]byte rather than
-// pgtype.FlatArray: docs/design/dbpubsub.md, "Enqueue".)
-func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) error {
-	st := t.st
-	stmts, meta := &st.ps.stmts, group[0].meta
+// insertRows inserts the rows of group in one statement, in order, on the
+// topic's route, read again while it changes (see enqueueCall.publish);
+// it returns the route used. (Why INSERT … unnest rather than COPY, and
+// [][]byte rather than pgtype.FlatArray: docs/design/dbpubsub.md,
+// "Enqueue".)
+func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) (*route, error) {
+	rt, err := t.pub.route(ctx)
+	for i := 0; err == nil; i++ {
+		var ok bool
+		if ok, err = t.insertOn(ctx, ex, rt, group); err != nil || ok {
+			break
+		}
+		if i == maxReroutes {
+			return nil, errRouteChanged
+		}
+		rt, err = t.pub.reroute(ctx, ex)
+	}
+	return rt, err
+}
+
+// insertOn runs insertRows's statement on rt and reports whether rt was
+// current.
+func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enqReq) (bool, error) {
+	stmts := &t.pub.ps.stmts
 	rows, delayed := 0, false
 	for _, q := range group {
 		rows += len(q.data)
 		delayed = delayed || !q.at.IsZero()
 	}
-	var err error
-	switch {
-	case rows == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, meta.stmts.insert, st.name, group[0].data[0])
-	case rows == 1:
-		_, err = ex.ExecContext(ctx, stmts.insertAt, st.name, group[0].data[0], group[0].at)
-	case len(group) == 1 && !delayed:
-		_, err = ex.ExecContext(ctx, meta.many(rows, false), st.name, group[0].data)
-	default:
-		data := make([][]byte, 0, rows)
-		var at []time.Time
-		if delayed {
-			at = make([]time.Time, 0, rows)
-		}
-		for _, q := range group {
-			data = append(data, q.data...)
-			if delayed {
-				for range q.data {
-					at = append(at, q.at)
-				}
-			}
-		}
-		if delayed {
-			_, err = ex.ExecContext(ctx, stmts.insertManyAt, st.name, data, at)
-		} else {
-			_, err = ex.ExecContext(ctx, meta.many(rows, false), st.name, data)
+	if m := rt.own; m != nil {
+		switch name := rt.names[0]; {
+		case rows == 1 && !delayed:
+			return affected(ex.ExecContext(ctx, m.stmts.insert, name, group[0].data[0], rt.version))
+		case rows == 1:
+			return affected(ex.ExecContext(ctx, stmts.insertAt, name, group[0].data[0], group[0].at, rt.version))
+		case len(group) == 1 && !delayed:
+			return affected(ex.ExecContext(ctx, m.many(rows, false), name, group[0].data, rt.version))
 		}
 	}
-	return err
+	data := make([][]byte, 0, rows)
+	var at []time.Time
+	if delayed {
+		at = make([]time.Time, 0, rows)
+	}
+	for _, q := range group {
+		data = append(data, q.data...)
+		if delayed {
+			for range q.data {
+				at = append(at, q.at)
+			}
+		}
+	}
+	switch {
+	case rt.own != nil && delayed:
+		return affected(ex.ExecContext(ctx, stmts.insertManyAt, rt.names[0], data, at, rt.version))
+	case rt.own != nil:
+		return affected(ex.ExecContext(ctx, rt.own.many(rows, false), rt.names[0], data, rt.version))
+	case delayed:
+		return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, data, at, []string{}))
+	}
+	return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, data, []string{}))
 }

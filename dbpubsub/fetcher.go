@@ -223,7 +223,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	// The fetcher claims only once lookup succeeded.
 	rows, err := ps.sqldb.QueryContext(ps.ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floor.at(now))
 	if err != nil {
-		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
+		return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	defer rows.Close()
 	var out []*delivery
@@ -233,7 +233,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		d := &delivery{leased: now}
 		var ready bool
 		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &ready); err != nil {
-			return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
+			return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 		}
 		if ready {
 			top = max(top, d.id)
@@ -242,7 +242,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: claim on topic %q: %w", st.name, err)
+		return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	ps.noteMoved(moved)
 	sortDeliveries(out)
@@ -255,7 +255,7 @@ func (st *topicState) nextRunAt() (time.Time, bool, error) {
 	ps := st.ps
 	var next sql.NullTime
 	if err := ps.sqldb.QueryRowContext(ps.ctx, ps.stmts.nextRunAt, st.name).Scan(&next); err != nil {
-		return time.Time{}, false, fmt.Errorf("dbpubsub: next due message on topic %q: %w", st.name, err)
+		return time.Time{}, false, fmt.Errorf("dbpubsub: next due message on %s: %w", st.label(), err)
 	}
 	return next.Time, next.Valid, nil
 }

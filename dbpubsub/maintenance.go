@@ -80,7 +80,8 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 }
 
 // Prune deletes the finished (acked) rows older than Options.Retention, of
-// every topic, and says how many it deleted. Every PubSub runs it every
+// every topic, and says how many it deleted; then the inbox claims older
+// than Options.Retention. Every PubSub runs it every
 // Options.PruneInterval.
 func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 	var total int64
@@ -95,7 +96,24 @@ func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 		}
 		total += n
 		if n < pruneBatch || ps.closing() {
-			return total, nil
+			return total, ps.pruneInbox(ctx)
+		}
+	}
+}
+
+// pruneInbox deletes the inbox claims older than Options.Retention.
+func (ps *PubSub) pruneInbox(ctx context.Context) error {
+	for {
+		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.pruneInbox, ps.opts.Retention.Microseconds(), pruneBatch)
+		if err != nil {
+			return notMigrated(ps, err, "prune the inbox")
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("dbpubsub: prune the inbox: %w", err)
+		}
+		if n < pruneBatch || ps.closing() {
+			return nil
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package dbpubsub
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/migrations"
 )
 
 // statements are the constant SQL texts of the hot path and the background
@@ -24,6 +26,26 @@ type statements struct {
 	release      string
 	rescue       string
 	prune        string
+
+	// subscriptions (subscription.go) and the inbox (inbox.go)
+	routeOf      string
+	declare      string
+	listSubs     string
+	dropSub      string
+	dropCopies   string
+	fanAt        string
+	fanUnique    string
+	claimInbox   string
+	releaseInbox string
+	pruneInbox   string
+}
+
+// guard is the condition that a publish statement's route is current: the
+// version of topic $1's subscriptions is $n (0: it never had any). It is
+// read in the statement's own snapshot, so the statement writes copies
+// for exactly the subscriptions committed before it (subscription.go).
+func guard(fanout string, n int) string {
+	return fmt.Sprintf("coalesce((SELECT version FROM %s WHERE topic = $1), 0) = $%d", fanout, n)
 }
 
 // claimSQL takes up to $2 ready messages of topic $1 for a lease of $3
@@ -79,7 +101,10 @@ func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''
 // statement, each with its parameters beside it; it has no logic.
 func newStatements(table string) statements {
 	t := quoteIdent(table)
-	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID)
+	fan := quoteIdent(migrations.FanoutTable(table))
+	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID,
+		"{F}", fan, "{S}", quoteIdent(migrations.SubscriptionsTable(table)), "{I}", quoteIdent(migrations.InboxTable(table)),
+		"{G4}", guard(fan, 4), "{G5}", guard(fan, 5), "{G2}", guard(fan, 2))
 	return statements{
 		// The schema-qualified name of the table found in the search_path.
 		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
@@ -97,27 +122,32 @@ func newStatements(table string) statements {
 		// (enqueue.go; those for now are in readyStatements); the
 		// notifier tells the other processes after (notify.go). $1 topic,
 		// $2 data, or data[] in the order given; $3 run_at, or run_at[]
-		// (a past time means now).
-		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz))`),
+		// (a past time means now); $4 the route's version (guard).
+		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) SELECT $1, $2, greatest(now(), $3::timestamptz) WHERE {G4}`),
 		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at)
-			SELECT $1, u.d, greatest(now(), u.r) FROM (SELECT unnest($2::bytea[]) AS d, unnest($3::timestamptz[]) AS r) AS u`),
+			SELECT $1, u.d, greatest(now(), u.r) FROM (SELECT unnest($2::bytea[]) AS d, unnest($3::timestamptz[]) AS r) AS u
+			WHERE {G4}`),
 
 		// The enqueues in a caller's transaction, and the unique enqueue,
 		// notify channel $n in the statement (so on commit) unless it is
 		// '': then the notifier does it after.
 
-		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel.
+		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel,
+		// $5 the route's version (guard).
 		enqueueAt: r.Replace(`WITH ins AS (
-				INSERT INTO {T} (topic, data, run_at) VALUES ($1, $2, greatest(now(), $3::timestamptz)) RETURNING id)
+				INSERT INTO {T} (topic, data, run_at) SELECT $1, $2, greatest(now(), $3::timestamptz) WHERE {G5} RETURNING id)
 			SELECT pg_notify($4, '') FROM ins WHERE $4 <> ''`),
 
-		// $1 topic, $2 data, $3 channel, $4 unique key. One row when it
-		// was inserted, none when the key was taken.
-		enqueueUniq: r.Replace(`WITH ins AS (
-				INSERT INTO {T} (topic, data, unique_key) VALUES ($1, $2, $4)
+		// $1 topic, $2 data, $3 channel, $4 unique key, $5 the route's
+		// version. One row: whether the route was current, and the id
+		// inserted, NULL when the key was taken.
+		enqueueUniq: r.Replace(`WITH g AS MATERIALIZED (SELECT {G5} AS ok),
+			ins AS (
+				INSERT INTO {T} (topic, data, unique_key) SELECT $1, $2, $4 FROM g WHERE g.ok
 				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 				RETURNING id)
-			SELECT ins.id FROM ins LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '') n ON true`),
+			SELECT g.ok, ins.id FROM g LEFT JOIN ins ON true
+				LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '' AND ins.id IS NOT NULL) n ON true`),
 
 		// $1 channels: the notifier's round.
 		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
@@ -181,6 +211,68 @@ func newStatements(table string) statements {
 				LEFT JOIN LATERAL (SELECT pg_notify($3::text || md5($4::text || ':' || p.topic), '')
 					WHERE p.pending) n ON true`),
 
+		// $1 topic: the version of its subscriptions and their names, in
+		// name order, in one snapshot; one row with a NULL name when it
+		// has none.
+		routeOf: r.Replace(`SELECT coalesce((SELECT version FROM {F} WHERE topic = $1), 0), s.name
+			FROM (SELECT) AS x LEFT JOIN {S} AS s ON s.topic = $1 ORDER BY s.name`),
+
+		// Creates subscription $2 of topic $1 unless it exists, and then
+		// counts the change.
+		declare: r.Replace(`WITH s AS (
+				INSERT INTO {S} (topic, name) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING topic)
+			INSERT INTO {F} AS f (topic, version) SELECT topic, 1 FROM s
+			ON CONFLICT (topic) DO UPDATE SET version = f.version + 1`),
+
+		// $1 topic.
+		listSubs: r.Replace(`SELECT name FROM {S} WHERE topic = $1 ORDER BY name`),
+
+		// Deletes subscription $2 of topic $1, counting the change; one
+		// row when it existed.
+		dropSub: r.Replace(`WITH d AS (DELETE FROM {S} WHERE topic = $1 AND name = $2 RETURNING topic),
+			v AS (UPDATE {F} SET version = version + 1 WHERE topic IN (SELECT topic FROM d))
+			SELECT 1 FROM d`),
+		// The copies and inbox keys of queue $1, once its subscription is
+		// deleted (its ready table is emptied beside).
+		dropCopies: r.Replace(`WITH i AS (DELETE FROM {I} WHERE queue = $1)
+			DELETE FROM {T} WHERE topic = $1`),
+
+		// A publish for later (or in a caller's transaction for later)
+		// into queues $3 beside their topic $1 of version $2 (guard): the
+		// rows of data $4 to run at $5, in the order given, for each
+		// queue; channels $6 notified in the statement. One row when the
+		// route was current.
+		fanAt: r.Replace(`WITH g AS MATERIALIZED (SELECT {G2} AS ok),
+			i AS (
+				INSERT INTO {T} (topic, data, run_at)
+				SELECT q.name, u.d, greatest(now(), u.r)
+				FROM g, unnest($3::text[]) WITH ORDINALITY AS q(name, k),
+					unnest($4::bytea[], $5::timestamptz[]) WITH ORDINALITY AS u(d, r, n)
+				WHERE g.ok ORDER BY q.k, u.n),
+			n AS (SELECT pg_notify(c, '') FROM g, unnest($6::text[]) AS c WHERE g.ok)
+			SELECT 1 FROM g WHERE g.ok AND (SELECT count(*) FROM n) >= 0`),
+
+		// A unique publish into queues $3 beside their topic $1 of
+		// version $2: data $4 under key $5 in each queue that does not
+		// keep the key; channels $6 notified in the statement when one
+		// was added. One row: whether the route was current, and how many
+		// copies were added.
+		fanUnique: r.Replace(`WITH g AS MATERIALIZED (SELECT {G2} AS ok),
+			i AS (
+				INSERT INTO {T} (topic, data, unique_key) SELECT q, $4, $5 FROM g, unnest($3::text[]) AS q WHERE g.ok
+				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+				RETURNING topic),
+			n AS (SELECT pg_notify(c, '') FROM unnest($6::text[]) AS c WHERE EXISTS (SELECT FROM i))
+			SELECT g.ok, (SELECT count(*) FROM i) + 0 * (SELECT count(*) FROM n) FROM g`),
+
+		// $1 queue, $2 key: one row affected when the claim is the first.
+		claimInbox:   r.Replace(`INSERT INTO {I} (queue, key) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
+		releaseInbox: r.Replace(`DELETE FROM {I} WHERE queue = $1 AND key = $2`),
+		// $1 retention µs, $2 limit.
+		pruneInbox: r.Replace(`DELETE FROM {I} WHERE (queue, key) IN (
+				SELECT queue, key FROM {I} WHERE claimed_at < now() - $1 * interval '1 microsecond'
+				LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+
 		// $1 retention µs, $2 limit.
 		prune: r.Replace(`DELETE FROM {T} WHERE id IN (
 				SELECT id FROM {T} WHERE status = 'finished' AND finished_at < now() - $1 * interval '1 microsecond'
@@ -203,15 +295,20 @@ type readyStatements struct {
 
 // newReadyStatements builds the statements on ready, the schema-qualified
 // and quoted name of a topic's ready table, beside the message table named
-// table whose id sequence is seq (schema-qualified and quoted).
+// table whose id sequence is seq (schema-qualified and quoted). The
+// enqueues write into the queue of a topic's default subscription when it
+// is the topic's one route (subscription.go): each is guarded by the
+// route's version.
 func newReadyStatements(table, ready, seq string) readyStatements {
-	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq))
+	fan := quoteIdent(migrations.FanoutTable(table))
+	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq),
+		"{G3}", guard(fan, 3), "{G4}", guard(fan, 4))
 	const (
 		// $1 topic, $2 data[] in the order given, one nextval per row.
 		// Unnested in the select list, the elements come out in array
 		// order and each row takes its id as it comes
 		// (TestEnqueueBigBatchAlone and the conformance suite check it).
-		perRow = `INSERT INTO {R} (topic, data) SELECT $1, unnest($2::bytea[])`
+		perRow = `INSERT INTO {R} (topic, data) SELECT $1, unnest($2::bytea[]) WHERE {G}`
 		// The same with one nextval for the statement (the WITH query b,
 		// run once): at most as many rows as the sequence's increment
 		// (migration 0004: 1024) take the ids of the block it reserves, in
@@ -219,28 +316,51 @@ func newReadyStatements(table, ready, seq string) readyStatements {
 		// row's position).
 		block     = `b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)`
 		blockRows = `INSERT INTO {R} (id, topic, data)
-			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n)`
+			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) WHERE {G}`
 		// In a caller's transaction: notify channel $3 in the statement
 		// (so on commit) unless it is ''.
 		notifyIns = `SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`
 	)
+	// The route's version is $3 outside a caller's transaction, $4 inside.
+	out := func(q string) string { return r.Replace(strings.ReplaceAll(q, "{G}", "{G3}")) }
+	in := func(q string) string { return r.Replace(strings.ReplaceAll(q, "{G}", "{G4}")) }
 	return readyStatements{
 		// Outside a caller's transaction (enqueue.go): the notifier tells
 		// the other processes after (notify.go). $1 topic, $2 data, or
 		// data[].
-		insert:      r.Replace(`INSERT INTO {R} (topic, data) VALUES ($1, $2)`),
-		insertMany:  r.Replace(perRow),
-		insertBlock: r.Replace(`WITH ` + block + ` ` + blockRows),
+		insert:      out(`INSERT INTO {R} (topic, data) SELECT $1, $2 WHERE {G}`),
+		insertMany:  out(perRow),
+		insertBlock: out(`WITH ` + block + ` ` + blockRows),
 
 		// In a caller's transaction. $1 topic, $2 data or data[], $3
 		// channel.
-		enqueue: r.Replace(`WITH ins AS (
-				INSERT INTO {R} (topic, data) VALUES ($1, $2) RETURNING id)
+		enqueue: in(`WITH ins AS (
+				INSERT INTO {R} (topic, data) SELECT $1, $2 WHERE {G} RETURNING id)
 			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
-		enqueueBatch:      r.Replace(`WITH ins AS (` + perRow + ` RETURNING id) ` + notifyIns),
-		enqueueBatchBlock: r.Replace(`WITH ` + block + `, ins AS (` + blockRows + ` RETURNING id) ` + notifyIns),
+		enqueueBatch:      in(`WITH ins AS (` + perRow + ` RETURNING id) ` + notifyIns),
+		enqueueBatchBlock: in(`WITH ` + block + `, ins AS (` + blockRows + ` RETURNING id) ` + notifyIns),
 
 		// See claimSQL and topicState.claim.
 		claim: r.Replace(claimSQL),
 	}
+}
+
+// fanNowSQL is the statement that publishes messages for now to the queues
+// whose ready tables are readies (schema-qualified and quoted), beside
+// their topic $1 of version $2 (guard): the rows of data $4, in the order
+// given, into each queue, the i-th named ($3)[i]; channels $5 notified in
+// the statement. One row when the route was current.
+func fanNowSQL(table string, readies []string) string {
+	fan := quoteIdent(migrations.FanoutTable(table))
+	var b strings.Builder
+	fmt.Fprintf(&b, "WITH g AS MATERIALIZED (SELECT %s AS ok)", guard(fan, 2))
+	for i, ready := range readies {
+		fmt.Fprintf(&b, `,
+			i%d AS (INSERT INTO %s (topic, data) SELECT ($3::text[])[%d], u.d
+				FROM g, unnest($4::bytea[]) WITH ORDINALITY AS u(d, n) WHERE g.ok ORDER BY u.n)`, i, ready, i+1)
+	}
+	b.WriteString(`,
+			n AS (SELECT pg_notify(c, '') FROM g, unnest($5::text[]) AS c WHERE g.ok)
+		SELECT 1 FROM g WHERE g.ok AND (SELECT count(*) FROM n) >= 0`)
+	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // topicState is what the handles on one topic name share within a PubSub:
@@ -24,10 +25,14 @@ import (
 // rows claimed for its consumers, the Dequeue calls waiting for them, and
 // the fetcher that claims them (fetcher.go).
 type topicState struct {
-	ps   *PubSub
-	name string
+	ps    *PubSub
+	name  string // the queue: the topic's name for its default subscription (see queueName)
+	topic string // the topic the queue belongs to
+	sub   string // the subscription the queue holds the copies of
 
-	meta atomic.Pointer[topicMeta] // once looked up
+	meta     atomic.Pointer[topicMeta] // once looked up
+	rt       atomic.Pointer[route]     // on a default subscription's state: where the topic's publishes go (subscription.go)
+	declared atomic.Bool               // the subscription is known to exist (subscription.go)
 
 	mu       sync.Mutex
 	buf      []*delivery // claimed, not handed out, oldest first
@@ -57,20 +62,52 @@ type delivery struct {
 // (never blocking: cap 1) when it takes it off the waiters list.
 type waiter struct{ ch chan *delivery }
 
-// topic returns a handle on name, which is valid.
+// topic returns a handle on the default subscription of topic name, which
+// is valid.
 func (ps *PubSub) topic(name string) *Topic {
-	return &Topic{st: ps.state(name), h: backend.NewHandle()}
+	return ps.subscription(name, pubsub.DefaultSubscription)
 }
 
-func (ps *PubSub) state(name string) *topicState {
+// subscription returns a handle on subscription sub of topic: it reads
+// sub's queue and publishes to topic. Both names are valid.
+func (ps *PubSub) subscription(topic, sub string) *Topic {
+	return &Topic{st: ps.state(topic, sub), pub: ps.state(topic, pubsub.DefaultSubscription), h: backend.NewHandle()}
+}
+
+// state returns the state of the queue of subscription sub of topic.
+func (ps *PubSub) state(topic, sub string) *topicState {
+	name := queueName(topic, sub)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	st, ok := ps.topics[name]
 	if !ok {
-		st = &topicState{ps: ps, name: name, demand: make(chan struct{}, 1), ready: make(chan struct{})}
+		st = &topicState{ps: ps, name: name, topic: topic, sub: sub, demand: make(chan struct{}, 1), ready: make(chan struct{})}
 		ps.topics[name] = st
 	}
 	return st
+}
+
+// queueName is the queue of subscription sub of topic in the message and
+// ready tables (migration 0005): the topic's name for the default
+// subscription, so that a plain queue's rows are as before subscriptions
+// existed; else the topic's name, U+001F (which no valid topic name
+// contains) and sub.
+func queueName(topic, sub string) string {
+	if sub == pubsub.DefaultSubscription {
+		return topic
+	}
+	return topic + queueSep + sub
+}
+
+const queueSep = "\x1f"
+
+// label names the queue in errors: the topic, and the subscription unless
+// it is the default one.
+func (st *topicState) label() string {
+	if st.sub == pubsub.DefaultSubscription {
+		return fmt.Sprintf("topic %q", st.topic)
+	}
+	return fmt.Sprintf("topic %q subscription %q", st.topic, st.sub)
 }
 
 // wakeLocal wakes this PubSub's consumers of topic name, if it has any.
@@ -83,7 +120,9 @@ func (ps *PubSub) wakeLocal(name string) {
 	}
 }
 
-func (st *topicState) closedErr() error { return backend.ClosedError("dbpubsub", st.name) }
+func (st *topicState) closedErr() error {
+	return fmt.Errorf("dbpubsub: %s: %w", st.label(), pubsub.ErrClosed)
+}
 
 // take returns a buffered row, or else registers the caller as a waiter.
 func (st *topicState) take() (*delivery, *waiter) {
@@ -212,7 +251,7 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 		return nil, fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)"))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the ready table of topic %q: %w", st.name, err)
+		return nil, fmt.Errorf("dbpubsub: look up the ready table of %s: %w", st.label(), err)
 	}
 	seq, err := ps.idSeq(ctx, table)
 	if err != nil {

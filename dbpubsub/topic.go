@@ -15,7 +15,8 @@ import (
 // caller's transaction when ctx carries one (WithTx). Its enqueues are in
 // enqueue.go, its dead letters and stats in admin.go.
 type Topic struct {
-	st  *topicState
+	st  *topicState // the subscription's queue, read by Dequeue, DeadLetters and Stats
+	pub *topicState // the topic's default subscription, which routes its publishes
 	h   backend.Handle
 	enq enqGroup // enqueues sharing statements (enqueue.go)
 }
@@ -23,7 +24,10 @@ type Topic struct {
 var _ backend.Topic = (*Topic)(nil)
 
 // Name returns the topic's name.
-func (t *Topic) Name() string { return t.st.name }
+func (t *Topic) Name() string { return t.st.topic }
+
+// Subscription returns the name of the subscription the handle reads.
+func (t *Topic) Subscription() string { return t.st.sub }
 
 // Dequeue blocks until a message is ready, ctx ends, or the topic closes.
 // While the database cannot be reached it keeps trying, logging the
@@ -37,9 +41,9 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		return nil, err
 	}
 	st := t.st
-	if _, err := st.channel(ctx); err != nil {
+	if err := st.consume(ctx); err != nil {
 		if errors.Is(err, migrations.ErrNotMigrated) {
-			return nil, fmt.Errorf("dbpubsub: dequeue on topic %q: %w", st.name, err)
+			return nil, fmt.Errorf("dbpubsub: dequeue on %s: %w", st.label(), err)
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr

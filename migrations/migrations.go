@@ -83,6 +83,18 @@ func ReadyTable(table string) string { return table + "_ready" }
 // ReadyTable(table), creating it on first use (migration 0003).
 func ReadyTableFunc(table string) string { return table + "_ready_table" }
 
+// SubscriptionsTable is the name of the table of the named subscriptions
+// of the topics of the message table named table (migration 0005).
+func SubscriptionsTable(table string) string { return table + "_subscriptions" }
+
+// FanoutTable is the name of the table that counts the changes of each
+// topic's subscriptions (migration 0005).
+func FanoutTable(table string) string { return table + "_fanout" }
+
+// InboxTable is the name of the table of the keys claimed by consumers
+// (pubsub.Inbox; migration 0005).
+func InboxTable(table string) string { return table + "_inbox" }
+
 // AllView is the name of the view that shows every message of the message
 // table named table, wherever it is stored, in the message table's columns
 // (migration 0002).

@@ -1,0 +1,283 @@
+package dbpubsub
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Subscriptions (migration 0005). Each subscription of a topic is a queue
+// of its own (queueName) in the message table and the ready tables, read
+// as a topic was before subscriptions existed. A publish writes one copy
+// into the queue of each subscription the topic has, or into the default
+// subscription's when it has none: its route. A process keeps each topic's
+// route with the version of the topic's subscriptions it was read at, and
+// every publish statement checks, in its own snapshot, that the version is
+// still current (guard in sql.go); when it is not, the statement writes
+// nothing, and the publish reads the route again and runs anew. So a
+// publish writes copies for exactly the subscriptions committed before its
+// statement began, in whichever process they were created.
+
+var (
+	_ pubsub.Subscriber = (*PubSub)(nil)
+	_ pubsub.Inbox      = (*Topic)(nil)
+)
+
+// maxReroutes bounds how many times one publish reads its route again; a
+// topic whose subscriptions change faster than that fails the publish.
+const maxReroutes = 8
+
+// errRouteChanged is the error of a publish whose route changed more than
+// maxReroutes times while it ran.
+var errRouteChanged = errors.New("the subscriptions of the topic kept changing")
+
+// route is where the publishes of a topic go, as of version.
+type route struct {
+	version int64
+	queues  []*topicState // in subscription name order; the default subscription's when there is none
+	names   []string      // the queues' names
+	chans   []string      // their notification channels
+	own     *topicMeta    // the queue's meta when the one queue is the default subscription's: readyStatements serve it
+	fanNow  string        // else the statement for messages for now (fanNowSQL)
+}
+
+// route returns where st's topic's publishes go; st is the state of the
+// topic's default subscription.
+func (st *topicState) route(ctx context.Context) (*route, error) {
+	if r := st.rt.Load(); r != nil {
+		return r, nil
+	}
+	return st.reroute(ctx, st.ps.sqldb)
+}
+
+// reroute reads st's route from the database through q (the caller's
+// transaction, so that it reads what the transaction's statements see, or
+// the pool), and keeps it unless a newer one was kept meanwhile.
+func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
+	ps := st.ps
+	if _, err := ps.qualifiedTable(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := queryer(q).QueryContext(ctx, ps.stmts.routeOf, st.topic)
+	if err != nil {
+		return nil, notMigrated(ps, err, "look up the subscriptions of "+st.label())
+	}
+	rt := &route{}
+	var subs []string
+	for rows.Next() {
+		var name sql.NullString
+		if err := rows.Scan(&rt.version, &name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("dbpubsub: look up the subscriptions of %s: %w", st.label(), err)
+		}
+		if name.Valid {
+			subs = append(subs, name.String)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dbpubsub: look up the subscriptions of %s: %w", st.label(), err)
+	}
+	rows.Close()
+	if len(subs) == 0 {
+		subs = []string{pubsub.DefaultSubscription}
+	}
+	readies := make([]string, len(subs))
+	for i, sub := range subs {
+		qs := ps.state(st.topic, sub)
+		m, err := qs.lookup(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rt.queues = append(rt.queues, qs)
+		rt.names = append(rt.names, qs.name)
+		rt.chans = append(rt.chans, m.ch)
+		readies[i] = m.ready
+		if qs == st && len(subs) == 1 {
+			rt.own = m
+		}
+	}
+	if rt.own == nil {
+		rt.fanNow = fanNowSQL(ps.opts.Table, readies)
+	}
+	for {
+		old := st.rt.Load()
+		if old != nil && old.version > rt.version {
+			return rt, nil // a transaction's older view: used, not kept
+		}
+		if st.rt.CompareAndSwap(old, rt) {
+			return rt, nil
+		}
+	}
+}
+
+// committed tells the consumers of rt's queues about messages just
+// committed outside a caller's transaction (see topicState.committed).
+func (rt *route) committed() {
+	for i, q := range rt.queues {
+		q.committed(rt.chans[i])
+	}
+}
+
+// queryer is an execer that also runs queries of many rows.
+func queryer(q execer) interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+} {
+	return q.(interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	})
+}
+
+// notMigrated wraps err, the error of doing what, as migrations.ErrNotMigrated
+// when the tables of migration 0005 are missing.
+func notMigrated(ps *PubSub, err error, what string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		return fmt.Errorf("dbpubsub: %s: %w", what, migrations.NotMigratedError(ps.opts.Table, "lacks migration 0005 (subscriptions)"))
+	}
+	return fmt.Errorf("dbpubsub: %s: %w", what, err)
+}
+
+// Subscribe creates subscription sub of topic unless it exists, for every
+// process on the database, and returns a handle on it: its Dequeue reads
+// sub's copies, its enqueues publish to topic, its dead letters and stats
+// are sub's (see pubsub.Subscriber). It creates the subscription's ready
+// table too.
+func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
+	if err := ps.checkNames(topic, sub); err != nil {
+		return nil, err
+	}
+	t := ps.subscription(topic, sub)
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if err := t.st.declare(ctx); err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	return t, nil
+}
+
+// Subscriptions lists the subscriptions of topic, in name order.
+func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	if err := pubsub.ValidateTopicName(topic); err != nil {
+		return nil, fmt.Errorf("dbpubsub: %w", err)
+	}
+	if _, err := ps.qualifiedTable(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.listSubs, topic)
+	if err != nil {
+		return nil, notMigrated(ps, err, fmt.Sprintf("list the subscriptions of topic %q", topic))
+	}
+	defer rows.Close()
+	subs := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("dbpubsub: list the subscriptions of topic %q: %w", topic, err)
+		}
+		subs = append(subs, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dbpubsub: list the subscriptions of topic %q: %w", topic, err)
+	}
+	return subs, nil
+}
+
+// DeleteSubscription deletes subscription sub of topic and every copy its
+// queue keeps (pending, scheduled, processing, dead, and finished), with
+// its inbox keys, in one transaction. Deliveries of it in hand then fail
+// to settle with pubsub.ErrLeaseExpired. It wraps pubsub.ErrNoSubscription
+// when topic has no subscription sub.
+func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
+	if err := ps.checkNames(topic, sub); err != nil {
+		return err
+	}
+	st := ps.state(topic, sub)
+	m, err := st.lookup(ctx)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		return ctxErr(ctx, notMigrated(ps, err, "delete "+st.label()))
+	}
+	tx, err := ps.sqldb.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	var one int
+	err = tx.QueryRowContext(ctx, ps.stmts.dropSub, topic, sub).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("dbpubsub: delete %s: %w", st.label(), pubsub.ErrNoSubscription)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// The ready table's lock waits for the publishes writing into it, so
+	// none of their copies stays behind.
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE ONLY "+m.ready+" IN EXCLUSIVE MODE"); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM ONLY "+m.ready); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, ps.stmts.dropCopies, st.name); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	st.declared.Store(false)
+	ps.state(topic, pubsub.DefaultSubscription).rt.Store(nil)
+	return nil
+}
+
+// checkNames checks a topic and a subscription name given to the PubSub.
+func (ps *PubSub) checkNames(topic, sub string) error {
+	if err := pubsub.ValidateTopicName(topic); err != nil {
+		return fmt.Errorf("dbpubsub: %w", err)
+	}
+	if err := pubsub.ValidateSubscriptionName(sub); err != nil {
+		return fmt.Errorf("dbpubsub: %w (of topic %q)", err, topic)
+	}
+	if ps.closing() {
+		return fmt.Errorf("dbpubsub: subscription %q of topic %q: %w", sub, topic, pubsub.ErrClosed)
+	}
+	return nil
+}
+
+// declare creates st's subscription unless it exists (with its ready
+// table), and makes this process's publishes to the topic read their
+// route again.
+func (st *topicState) declare(ctx context.Context) error {
+	ps := st.ps
+	if _, err := st.lookup(ctx); err != nil {
+		return err
+	}
+	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
+		_, err := ex.ExecContext(ctx, ps.stmts.declare, st.topic, st.sub)
+		return err
+	})
+	if err != nil {
+		return notMigrated(ps, err, "create "+st.label())
+	}
+	st.declared.Store(true)
+	ps.state(st.topic, pubsub.DefaultSubscription).rt.Store(nil)
+	return nil
+}
+
+// consume makes st's subscription one of its topic's before its first
+// Dequeue in this process: consuming from the default subscription makes
+// it one (pubsub's doc, "Subscriptions").
+func (st *topicState) consume(ctx context.Context) error {
+	if st.declared.Load() {
+		return nil
+	}
+	return st.declare(ctx)
+}
