@@ -60,6 +60,28 @@ type BatchEnqueuer interface {
 	EnqueueBatch(ctx context.Context, ms []Msg) error
 }
 
+// FanOut is a system that runs the fan-out scenario; its instances are
+// FanOuters, except for one that makes no subscription.
+type FanOut interface {
+	// FanOutSubs is the number of subscriptions it makes: fanOutSubs, or
+	// 0 to publish to a plain topic alone, the baseline of the publish
+	// rate with subscriptions.
+	FanOutSubs() int
+}
+
+// FanOuter is an Instance whose topic has subscriptions (consumer groups):
+// each gets every message published after it was made.
+type FanOuter interface {
+	// Subscribe makes subscription name of the topic and returns what
+	// consumes it, as Instance.Consume does the topic. A system that has
+	// no subscriptions after all (a conveyor backend without
+	// pubsub.Subscriber) returns errNoSubscriptions.
+	Subscribe(ctx context.Context, name string) (ConsumeFunc, error)
+}
+
+// ConsumeFunc is the signature of Instance.Consume.
+type ConsumeFunc func(ctx context.Context, workers int, handle func(Msg), done func()) (stop func() error, err error)
+
 // Limited is a system that runs only some scenarios (a variant meant to
 // show one thing).
 type Limited interface {
@@ -127,15 +149,15 @@ func orderedSystems() []System {
 
 // preferredOrder puts conveyor first in each group of the table.
 var preferredOrder = []string{
-	"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "conveyor dbpubsub (128 consumers)", "river (defaults)", "river (tuned)", "watermill-sql",
+	"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "conveyor dbpubsub (128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
 	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
 	"conveyor event (dbpubsub)", "conveyor event (dbpubsub, AsyncAck)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
 
 // Config is the whole run's configuration.
 type Config struct {
-	N           int           // messages per run of scenarios 1, 2 and 3
-	RoundtripN  int           // messages per run of the in-memory round trip (scenario 5)
+	N           int           // messages per run of scenarios 1, 2, 3 and 8
+	RoundtripN  int           // messages per run of the in-memory round trip (scenario 5) and fan-out (8)
 	EventsN     int           // events per run of the in-memory event systems (scenario 7; on PostgreSQL: N)
 	W           int           // workers (producers, consumers)
 	Reps        int           // repetitions of each scenario, at least; the median is reported

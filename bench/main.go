@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,8 +52,8 @@ func main() {
 		os.Exit(backlogChild())
 	}
 	cfg := defaultConfig()
-	flag.IntVar(&cfg.N, "n", cfg.N, "messages per run of the enqueue, batch and drain scenarios")
-	flag.IntVar(&cfg.RoundtripN, "roundtrip-n", cfg.RoundtripN, "messages per run of the in-memory round trip "+
+	flag.IntVar(&cfg.N, "n", cfg.N, "messages per run of the enqueue, batch, drain and fan-out scenarios")
+	flag.IntVar(&cfg.RoundtripN, "roundtrip-n", cfg.RoundtripN, "messages per run of the in-memory round trip and fan-out "+
 		"(more than -n: 20,000 in-memory messages take ~10-30 ms, below the noise of a shared machine)")
 	flag.IntVar(&cfg.EventsN, "events-n", cfg.EventsN, "events per run of the in-memory event systems "+
 		"(more than -n: 20,000 take ~50 ms on the JSON baseline; the PostgreSQL ones dispatch -n)")
@@ -195,7 +196,7 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 				run, err := runScenario(ctx, env, cfg, s, sc)
 				if err != nil {
 					r.Err = err.Error()
-					if err != errNoBatch {
+					if !errors.Is(err, errNoBatch) && !errors.Is(err, errNoSubscriptions) {
 						fmt.Fprintf(stderr, "bench: %-9s %-34s rep %d/%d: error: %v\n", sc, s.Name(), i+1, max(reps, i+1), err)
 					}
 					continue
@@ -264,6 +265,13 @@ func describe(sc string, r Run) string {
 			num(float64(st.Messages)), num(float64(st.Backlog)), num(st.DrainRate), capped, num(st.FillRate), st.PeakRSSMB, num(float64(st.SmallN)), st.SmallPeakMB)
 	case ScEvents:
 		return fmt.Sprintf("%s events/s (%d events in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
+	case ScFanOut:
+		if r.Subs == 0 {
+			return fmt.Sprintf("published %s msgs/s in batches from one producer (%d msgs in %v, no subscription)%s",
+				num(r.Publish), r.Count, r.Elapsed.Round(time.Millisecond), capped)
+		}
+		return fmt.Sprintf("published %s msgs/s in batches from one producer, delivered %s msgs/s (%d deliveries to %d subscriptions in %v)%s",
+			num(r.Publish), num(r.Value), r.Count, r.Subs, r.Elapsed.Round(time.Millisecond), capped)
 	}
 	return fmt.Sprintf("%s msgs/s (%d msgs in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
 }

@@ -33,6 +33,8 @@ type Result struct {
 	Lost     int64         `json:"lost,omitempty"` // latency: most messages one run did not see handled in time
 	Err      string        `json:"error,omitempty"`
 	Backlog  *BacklogStats `json:"backlog,omitempty"`
+	Publish  float64       `json:"publish_msgs_s,omitempty"` // fan-out: median publish rate (Median: delivered)
+	Subs     int           `json:"subscriptions,omitempty"`  // fan-out: subscriptions made
 	baseline bool
 }
 
@@ -89,9 +91,11 @@ func median(xs []float64) float64 {
 
 // summarize fills the medians of r from its runs.
 func (r *Result) summarize() {
-	var v, p50, p90, p99 []float64
+	var v, p50, p90, p99, pub []float64
 	for _, run := range r.Runs {
 		v = append(v, run.Value)
+		pub = append(pub, run.Publish)
+		r.Subs = run.Subs
 		p50 = append(p50, run.P50)
 		p90 = append(p90, run.P90)
 		p99 = append(p99, run.P99)
@@ -101,6 +105,9 @@ func (r *Result) summarize() {
 	r.Median = median(v)
 	if r.Scenario == ScLatency {
 		r.P50, r.P90, r.P99 = median(p50), median(p90), median(p99)
+	}
+	if r.Scenario == ScFanOut {
+		r.Publish = median(pub)
 	}
 	if r.Scenario == ScBacklog && len(r.Runs) > 0 {
 		// The run whose drain rate is the median.
@@ -163,26 +170,34 @@ func targets(results []Result) []Target {
 		}
 		return name, v
 	}
-	if name, v := peerBest(ScDrain); v > 0 {
-		// Every configuration of conveyor's in the run, best first.
-		type conf struct {
-			name string
-			v    float64
-		}
+	// conveyors are the results of every configuration of conveyor's on sc
+	// in the run (with subscriptions, on the fan-out), best first.
+	type conf struct {
+		name string
+		v    float64
+	}
+	conveyors := func(sc string, value func(Result) float64) []conf {
 		var cs []conf
 		for _, r := range results {
-			if strings.HasPrefix(r.System, db) && r.Scenario == ScDrain && r.Err == "" && len(r.Runs) > 0 {
-				cs = append(cs, conf{r.System, r.Median})
+			if strings.HasPrefix(r.System, db) && r.Scenario == sc && r.Err == "" && len(r.Runs) > 0 && (sc != ScFanOut || r.Subs > 0) {
+				cs = append(cs, conf{r.System, value(r)})
 			}
 		}
 		slices.SortFunc(cs, func(a, b conf) int { return cmp.Compare(b.v, a.v) })
-		if len(cs) > 0 {
-			parts := make([]string, len(cs))
-			for i, c := range cs {
-				parts[i] = fmt.Sprintf("%s %s msgs/s = %.2f×", c.name, num(c.v), c.v/v)
-			}
-			add("drain ≥ 1.5× the fastest peer", cs[0].v >= 1.5*v, "fastest peer %s (%s); %s",
-				name, num(v), strings.Join(parts, "; "))
+		return cs
+	}
+	// against lists cs as ratios to v.
+	against := func(cs []conf, v float64) string {
+		parts := make([]string, len(cs))
+		for i, c := range cs {
+			parts[i] = fmt.Sprintf("%s %s msgs/s = %.2f×", c.name, num(c.v), c.v/v)
+		}
+		return strings.Join(parts, "; ")
+	}
+	byMedian := func(r Result) float64 { return r.Median }
+	if name, v := peerBest(ScDrain); v > 0 {
+		if cs := conveyors(ScDrain, byMedian); len(cs) > 0 {
+			add("drain ≥ 1.5× the fastest peer", cs[0].v >= 1.5*v, "fastest peer %s (%s); %s", name, num(v), against(cs, v))
 		}
 	}
 	if c, b := find(results, db, ScEnqueue), find(results, base, ScEnqueue); c != nil && b != nil {
@@ -221,6 +236,20 @@ func targets(results []Result) []Target {
 			"%s: %s at %s msgs/s; peak RSS %.1f MiB vs %.1f MiB for a backlog of %s",
 			c.System, drained, num(st.DrainRate), st.PeakRSSMB, st.SmallPeakMB, num(float64(st.SmallN)))
 	}
+	if w := find(results, "watermill-sql", ScFanOut); w != nil {
+		if cs := conveyors(ScFanOut, byMedian); len(cs) > 0 {
+			add(fmt.Sprintf("fan-out to %d subscriptions, one producer of batches: delivered ≥ 1.5× watermill-sql's", w.Subs), cs[0].v >= 1.5*w.Median,
+				"watermill-sql (%d consumer groups) %s msgs/s; %s", w.Subs, num(w.Median), against(cs, w.Median))
+		}
+	}
+	if none := find(results, db+" (no subscriptions)", ScFanOut); none != nil {
+		// Publishing does not depend on the consumers' settings: every
+		// configuration must meet it.
+		if cs := conveyors(ScFanOut, func(r Result) float64 { return r.Publish }); len(cs) > 0 {
+			add(fmt.Sprintf("fan-out, one producer of batches: publish with %d subscriptions ≥ 0.5× with none", fanOutSubs), cs[len(cs)-1].v >= 0.5*none.Publish,
+				"no subscriptions %s msgs/s; %s", num(none.Publish), against(cs, none.Publish))
+		}
+	}
 	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
 		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
 	}
@@ -243,14 +272,20 @@ func num(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
+// lacksAbility reports whether err is a system's lack of what a scenario
+// needs (a batch API, subscriptions): a cell, not an error.
+func lacksAbility(err string) bool {
+	return err == errNoBatch.Error() || err == errNoSubscriptions.Error()
+}
+
 // cell renders one result as a table cell.
 func cell(r *Result) string {
 	if r == nil {
 		return "–"
 	}
 	if r.Err != "" {
-		if r.Err == errNoBatch.Error() {
-			return "no batch API"
+		if lacksAbility(r.Err) {
+			return r.Err
 		}
 		return "error"
 	}
@@ -263,6 +298,11 @@ func cell(r *Result) string {
 		}
 	case ScPgbench:
 		s = num(r.Median) + " tps"
+	case ScFanOut:
+		s = num(r.Publish) + " / " + num(r.Median)
+		if r.Subs == 0 {
+			s = num(r.Publish) + " / –"
+		}
 	case ScBacklog:
 		s = num(r.Median)
 		if st := r.Backlog; st != nil {
@@ -289,6 +329,7 @@ var columnTitle = map[string]string{
 	ScPgbench:   "pgbench -N",
 	ScBacklog:   "6. backlog msgs/s",
 	ScEvents:    "7. events/s",
+	ScFanOut:    fmt.Sprintf("8. fan-out to %d: publish / delivered msgs/s", fanOutSubs),
 }
 
 // columns are the scenarios that have at least one result.
@@ -370,7 +411,7 @@ func (rep *Report) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, legend)
 	for _, r := range rep.Results {
-		if r.Err != "" && r.Err != errNoBatch.Error() {
+		if r.Err != "" && !lacksAbility(r.Err) {
 			fmt.Fprintf(w, "error: %s, %s: %s\n", r.System, r.Scenario, r.Err)
 		}
 	}
@@ -437,12 +478,12 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 	}
 	p("\n%s\n", legend)
 	for _, r := range rep.Results {
-		if r.Err != "" && r.Err != errNoBatch.Error() {
+		if r.Err != "" && !lacksAbility(r.Err) {
 			p("\nError: %s, %s: %s\n", r.System, r.Scenario, mdEscape(r.Err))
 		}
 	}
 	if len(rep.Targets) > 0 {
-		p("\n## conveyor's targets (issue 6)\n\n| goal | this run | |\n| --- | --- | --- |\n")
+		p("\n## conveyor's targets (issues 6 and 16)\n\n| goal | this run | |\n| --- | --- | --- |\n")
 		for _, t := range rep.Targets {
 			mark := "**missed**"
 			if t.Met {
@@ -561,6 +602,15 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
    EventBus and EventGroupProcessor, whose router has no worker count); events per second from the first dispatch
    until the last handler returns. -events-n events in memory, where the ratio is to a hand-written limit (json.Marshal,
    a buffered Go channel, json.Unmarshal); N on PostgreSQL, where there is no such baseline: compare the two rows.
+8. **fan-out**: a topic with 4 subscriptions (conveyor: pubsub.Subscribe; watermill-sql: consumer groups), made
+   before the first publish, each consumed by W/4 workers (watermill-sql: one subscription per group, as in 3), all
+   started 500 ms before it; one producer publishes N messages (in memory: -roundtrip-n) in calls of the batch size
+   (conveyor: pubsub.EnqueueBatch; watermill-sql: Publish(msgs...), one multi-row INSERT). Batches, as both systems
+   offer them: one producer of single calls would bound delivery by its own round trips and measure the producer,
+   not the fan-out. **publish**: N over the time until the last call returns, with the consumers running;
+   **delivered**: 4 × N over the time from the first publish until every subscription has acked its N copies.
+   conveyor dbpubsub (no subscriptions) is the same producer on a plain topic with no consumer: the publish rate
+   the other conveyor rows are compared with.
 
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server

@@ -21,22 +21,25 @@ const (
 	ScPgbench   = "pgbench"   // reference: pgbench -N, transactions per second
 	ScBacklog   = "backlog"   // 6. Backlog messages drained by a separate process
 	ScEvents    = "events"    // 7. typed events: W dispatchers and a service of W workers at once
+	ScFanOut    = "fanout"    // 8. one producer, fanOutSubs subscriptions of W/fanOutSubs workers each
 )
 
-var scenarioOrder = []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScRoundtrip, ScPgbench, ScBacklog, ScEvents}
+var scenarioOrder = []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScRoundtrip, ScPgbench, ScBacklog, ScEvents, ScFanOut}
 
 // Run is one repetition of a scenario on one system.
 type Run struct {
-	Value   float64       `json:"value"`             // msgs/s (tps for pgbench; ms p50 for latency)
-	Count   int64         `json:"count"`             // messages (or transactions) measured
-	Elapsed time.Duration `json:"elapsed_ns"`        // timed part
-	Capped  bool          `json:"capped,omitempty"`  // stopped by MaxRun before the end
-	P50     float64       `json:"p50_ms,omitempty"`  // latency only
-	P90     float64       `json:"p90_ms,omitempty"`  // latency only
-	P99     float64       `json:"p99_ms,omitempty"`  // latency only
-	Max     float64       `json:"max_ms,omitempty"`  // latency only
-	Lost    int64         `json:"lost,omitempty"`    // latency: enqueued, not handled in time
-	Backlog *BacklogStats `json:"backlog,omitempty"` // backlog only
+	Value   float64       `json:"value"`                    // msgs/s (tps for pgbench; ms p50 for latency)
+	Count   int64         `json:"count"`                    // messages (or transactions) measured
+	Elapsed time.Duration `json:"elapsed_ns"`               // timed part
+	Capped  bool          `json:"capped,omitempty"`         // stopped by MaxRun before the end
+	P50     float64       `json:"p50_ms,omitempty"`         // latency only
+	P90     float64       `json:"p90_ms,omitempty"`         // latency only
+	P99     float64       `json:"p99_ms,omitempty"`         // latency only
+	Max     float64       `json:"max_ms,omitempty"`         // latency only
+	Lost    int64         `json:"lost,omitempty"`           // latency: enqueued, not handled in time
+	Backlog *BacklogStats `json:"backlog,omitempty"`        // backlog only
+	Subs    int           `json:"subscriptions,omitempty"`  // fan-out: subscriptions made (0: publish only)
+	Publish float64       `json:"publish_msgs_s,omitempty"` // fan-out: msgs/s published (Value: delivered, or published with no subscription)
 }
 
 // applicable reports whether scenario sc runs on system s, and why not.
@@ -54,6 +57,9 @@ func applicable(s System, sc string) (bool, string) {
 		return s.Kind() == KindMemory, ""
 	case ScBacklog:
 		_, ok := s.(Backlogger)
+		return ok, ""
+	case ScFanOut:
+		_, ok := s.(FanOut)
 		return ok, ""
 	case ScEvents:
 		// Only the event systems, which name it (a queue system has no
@@ -106,11 +112,20 @@ func runScenario(ctx context.Context, env *Env, cfg Config, s System, sc string)
 		return runRoundtrip(ctx, inst, cfg)
 	case ScEvents:
 		return runEvents(ctx, inst, cfg, s.Kind())
+	case ScFanOut:
+		n := cfg.N
+		if s.Kind() == KindMemory {
+			n = cfg.RoundtripN
+		}
+		return runFanOut(ctx, inst, cfg, n, s.(FanOut).FanOutSubs())
 	}
 	return Run{}, fmt.Errorf("unknown scenario %q", sc)
 }
 
-var errNoBatch = errors.New("no batch API")
+var (
+	errNoBatch         = errors.New("no batch API")
+	errNoSubscriptions = errors.New("no subscriptions")
+)
 
 func rate(n int64, d time.Duration) float64 {
 	if d <= 0 {
@@ -426,4 +441,104 @@ func produceConsume(ctx context.Context, inst Instance, cfg Config, n int, stamp
 		err = fmt.Errorf("%d of %d messages were handled garbled", g, done)
 	}
 	return Run{Value: rate(done, el), Count: done, Elapsed: el, Capped: capped}, err
+}
+
+// fanOutSubs is the number of subscriptions of the fan-out scenario.
+const fanOutSubs = 4
+
+// runFanOut makes subs subscriptions, starts W/subs consumers on each, then
+// publishes n messages in calls of the batch size from one goroutine. The
+// publish rate is n over the time until the last call returned; the
+// delivered rate is subs × n over the time until every subscription has
+// acked its n. With no subscription it publishes alone: Value is then the
+// publish rate.
+func runFanOut(ctx context.Context, inst Instance, cfg Config, n, subs int) (Run, error) {
+	b, ok := inst.(BatchEnqueuer)
+	if !ok {
+		return Run{}, errNoBatch
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stops []func() error
+	stopAll := func() error {
+		cancel()
+		var errs []error
+		for _, stop := range stops {
+			errs = append(errs, stop())
+		}
+		return errors.Join(errs...)
+	}
+	counters := make([]*counter, subs)
+	var garbled atomic.Int64
+	handle := func(m Msg) {
+		if m.N == 0 {
+			garbled.Add(1)
+		}
+	}
+	for i := range subs {
+		counters[i] = newCounter(n)
+		stop, err := consumeSubscription(ctx, cctx, inst, fmt.Sprintf("sub%d", i+1), max(1, cfg.W/subs), handle, counters[i].inc)
+		if err != nil {
+			return Run{}, errors.Join(err, stopAll())
+		}
+		stops = append(stops, stop)
+	}
+	if subs > 0 {
+		// Let the consumers start (connect, LISTEN, first poll) before the clock.
+		time.Sleep(500 * time.Millisecond)
+	}
+	var sent int64
+	var perr error
+	start := time.Now()
+	ms := make([]Msg, 0, cfg.BatchSize)
+	for first := 1; first <= n && time.Since(start) <= cfg.MaxRun; first += cfg.BatchSize {
+		ms = ms[:0]
+		now := time.Now().UnixNano()
+		for i := first; i < first+cfg.BatchSize && i <= n; i++ {
+			ms = append(ms, Msg{N: int64(i), T: now})
+		}
+		if perr = b.EnqueueBatch(ctx, ms); perr != nil {
+			break
+		}
+		sent += int64(len(ms))
+	}
+	published := time.Since(start)
+	if perr == nil {
+		for _, c := range counters {
+			c.wait(ctx, max(0, cfg.MaxRun-time.Since(start)))
+		}
+	}
+	el := time.Since(start)
+	var delivered int64
+	for _, c := range counters {
+		delivered += c.done.Load()
+	}
+	err := perr
+	if serr := stopAll(); serr != nil && err == nil {
+		err = fmt.Errorf("stop consumers: %w", serr)
+	}
+	if g := garbled.Load(); g > 0 && err == nil {
+		err = fmt.Errorf("%d of %d messages were handled garbled", g, delivered)
+	}
+	r := Run{Subs: subs, Publish: rate(sent, published), Capped: sent < int64(n) || delivered < int64(subs)*sent}
+	if subs == 0 {
+		r.Value, r.Count, r.Elapsed = r.Publish, sent, published
+	} else {
+		r.Value, r.Count, r.Elapsed = rate(delivered, el), delivered, el
+	}
+	return r, err
+}
+
+// consumeSubscription makes subscription name of inst's topic (with ctx)
+// and starts its consumers (with cctx, which stops them).
+func consumeSubscription(ctx, cctx context.Context, inst Instance, name string, workers int, handle func(Msg), done func()) (func() error, error) {
+	f, ok := inst.(FanOuter)
+	if !ok {
+		return nil, errNoSubscriptions
+	}
+	consume, err := f.Subscribe(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return consume(cctx, workers, handle, done)
 }

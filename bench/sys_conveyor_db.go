@@ -18,18 +18,24 @@ import (
 // with Options.AsyncAck (acks queued and written in groups, as River's
 // completer and watermill-sql's offsets do); and the defaults drained by
 // many consumer goroutines (as River's tuned configuration has many
-// workers), on the drain only.
+// workers), on the drain only; and the defaults publishing to a topic
+// without subscriptions, on the fan-out only (its baseline).
 type conveyorDB struct {
 	consumers int  // 0: W
 	asyncAck  bool // Options.AsyncAck
+	noSubs    bool // the fan-out without subscriptions
 }
 
 const conveyorManyConsumers = 128
+
+// conveyorTopic is the topic the conveyor systems use.
+const conveyorTopic = "bench"
 
 func init() {
 	register(conveyorDB{})
 	register(conveyorDB{asyncAck: true})
 	register(conveyorDB{consumers: conveyorManyConsumers})
+	register(conveyorDB{noSubs: true})
 }
 
 func (c conveyorDB) Name() string {
@@ -38,6 +44,8 @@ func (c conveyorDB) Name() string {
 		return fmt.Sprintf("conveyor dbpubsub (%d consumers)", c.consumers)
 	case c.asyncAck:
 		return "conveyor dbpubsub (AsyncAck)"
+	case c.noSubs:
+		return "conveyor dbpubsub (no subscriptions)"
 	}
 	return "conveyor dbpubsub"
 }
@@ -48,9 +56,12 @@ func (c conveyorDB) options() dbpubsub.Options {
 func (conveyorDB) Kind() Kind     { return KindPostgres }
 func (conveyorDB) Baseline() bool { return false }
 func (c conveyorDB) Config(cfg Config) string {
-	workers := "W goroutines Dequeue+Ack"
-	if c.consumers > 0 {
+	workers := fmt.Sprintf("W goroutines Dequeue+Ack; fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each", fanOutSubs, fanOutSubs)
+	switch {
+	case c.consumers > 0:
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
+	case c.noSubs:
+		workers = "fan-out only: the topic has no subscription and no consumer, publishing alone"
 	}
 	opts := "dbpubsub.Options{}"
 	if c.asyncAck {
@@ -70,9 +81,19 @@ func (c conveyorDB) Scenarios() []string {
 	case c.consumers > 0:
 		return []string{ScDrain}
 	case c.asyncAck:
-		return []string{ScDrain, ScLatency, ScBacklog}
+		return []string{ScDrain, ScLatency, ScBacklog, ScFanOut}
+	case c.noSubs:
+		return []string{ScFanOut}
 	}
-	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency}
+	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScFanOut}
+}
+
+// FanOutSubs is fanOutSubs, or none for the variant that publishes alone.
+func (c conveyorDB) FanOutSubs() int {
+	if c.noSubs {
+		return 0
+	}
+	return fanOutSubs
 }
 
 func conveyorPool() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
@@ -110,7 +131,7 @@ func openConveyorDB(ctx context.Context, env *Env, opts dbpubsub.Options) (*conv
 	if err != nil {
 		return nil, errors.Join(err, in.Close())
 	}
-	in.topic = in.ps.Topic("bench")
+	in.topic = in.ps.Topic(conveyorTopic)
 	return in, nil
 }
 
@@ -119,11 +140,13 @@ func (in *conveyorDBInstance) Enqueue(ctx context.Context, m Msg) error {
 }
 
 func (in *conveyorDBInstance) EnqueueBatch(ctx context.Context, ms []Msg) error {
-	data := make([][]byte, len(ms))
-	for i, m := range ms {
-		data[i] = payload(m)
-	}
-	return pubsub.EnqueueBatch(ctx, in.topic, data)
+	return enqueueBatch(ctx, in.topic, ms)
+}
+
+// Subscribe makes subscription name of the topic; the topic's handle
+// (in.topic) publishes to it.
+func (in *conveyorDBInstance) Subscribe(ctx context.Context, name string) (ConsumeFunc, error) {
+	return subscribeTopic(ctx, in.ps, conveyorTopic, name)
 }
 
 func (in *conveyorDBInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {

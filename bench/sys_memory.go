@@ -16,8 +16,8 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// The in-memory systems. Each is measured on the round trip only: W
-// producers and W consumers at once.
+// The in-memory systems. Each is measured on the round trip: W producers
+// and W consumers at once; conveyor's also on the fan-out.
 
 // conveyor channelpubsub with its defaults.
 type conveyorChan struct{}
@@ -28,8 +28,9 @@ func (conveyorChan) Name() string   { return "conveyor channelpubsub" }
 func (conveyorChan) Kind() Kind     { return KindMemory }
 func (conveyorChan) Baseline() bool { return false }
 func (conveyorChan) Config(Config) string {
-	return fmt.Sprintf("channelpubsub.New() (defaults: Capacity %d, lease %v); W goroutines Enqueue, W Dequeue+Ack",
-		channelpubsub.DefaultCapacity, pubsub.DefaultLease)
+	return fmt.Sprintf("channelpubsub.New() (defaults: Capacity %d, lease %v); W goroutines Enqueue, W Dequeue+Ack; "+
+		"fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each, batches: pubsub.EnqueueBatch",
+		channelpubsub.DefaultCapacity, pubsub.DefaultLease, fanOutSubs, fanOutSubs)
 }
 
 type conveyorChanInstance struct {
@@ -39,11 +40,22 @@ type conveyorChanInstance struct {
 
 func (conveyorChan) Open(context.Context, *Env, Config) (Instance, error) {
 	ps := channelpubsub.New()
-	return &conveyorChanInstance{ps: ps, topic: ps.Topic("bench")}, nil
+	return &conveyorChanInstance{ps: ps, topic: ps.Topic(conveyorTopic)}, nil
 }
+
+// FanOutSubs makes it run the fan-out scenario.
+func (conveyorChan) FanOutSubs() int { return fanOutSubs }
 
 func (in *conveyorChanInstance) Enqueue(ctx context.Context, m Msg) error {
 	return in.topic.Enqueue(ctx, payload(m))
+}
+
+func (in *conveyorChanInstance) EnqueueBatch(ctx context.Context, ms []Msg) error {
+	return enqueueBatch(ctx, in.topic, ms)
+}
+
+func (in *conveyorChanInstance) Subscribe(ctx context.Context, name string) (ConsumeFunc, error) {
+	return subscribeTopic(ctx, in.ps, conveyorTopic, name)
 }
 
 func (in *conveyorChanInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {

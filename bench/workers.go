@@ -51,3 +51,29 @@ func consumeTopic(ctx context.Context, tp pubsub.Topic, w int, handle func(Msg),
 		}
 	})
 }
+
+// subscribeTopic is FanOuter.Subscribe for a conveyor PubSub: it makes
+// subscription name of topic with pubsub.Subscribe, consumed as
+// consumeTopic does; a backend without subscriptions gives
+// errNoSubscriptions.
+func subscribeTopic(ctx context.Context, ps pubsub.PubSub, topic, name string) (ConsumeFunc, error) {
+	tp, err := pubsub.Subscribe(ctx, ps, topic, name)
+	if errors.Is(err, pubsub.ErrUnsupported) {
+		return nil, errNoSubscriptions
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
+		return consumeTopic(ctx, tp, workers, handle, done), nil
+	}, nil
+}
+
+// enqueueBatch is EnqueueBatch for a conveyor topic: pubsub.EnqueueBatch.
+func enqueueBatch(ctx context.Context, tp pubsub.Topic, ms []Msg) error {
+	data := make([][]byte, len(ms))
+	for i, m := range ms {
+		data[i] = payload(m)
+	}
+	return pubsub.EnqueueBatch(ctx, tp, data)
+}
