@@ -1,0 +1,187 @@
+package dbpubsub_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// fanoutChildEnv, when set to a DSN, makes TestFanOutMultiProcess run as
+// one of the consumer processes it starts.
+const fanoutChildEnv = "DBPUBSUB_TEST_FANOUT_DSN"
+
+const (
+	fanMessages = 5_000
+	fanWorkers  = 2 // Dequeue+Ack goroutines per subscription per process
+	fanTopic    = "fan-out"
+)
+
+var fanSubs = []string{"mailer", "analytics"}
+
+// Three processes consume two subscriptions of one topic; one is killed
+// with SIGKILL mid-run and another started in its place. Every message is
+// acked once in each subscription, none is lost, none acked twice.
+func TestFanOutMultiProcess(t *testing.T) {
+	if dsn := os.Getenv(fanoutChildEnv); dsn != "" {
+		consumeFanOut(t, dsn)
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts four processes; skipped with -short")
+	}
+	ctx := context.Background()
+	dsn, db := newStore(t)
+	// A second successful Ack of a copy would break the primary key.
+	if _, err := db.ExecContext(ctx, "CREATE TABLE fan_acks (sub text, n int, pid int NOT NULL, PRIMARY KEY (sub, n))"); err != nil {
+		t.Fatal(err)
+	}
+	ps := newPubSub(t, db, dbpubsub.Options{})
+	for _, s := range fanSubs {
+		subscribe(t, ps, fanTopic, s)
+	}
+	tp := ps.Topic(fanTopic)
+	batch := make([][]byte, 500)
+	for i := 0; i < fanMessages; i += len(batch) {
+		for j := range batch {
+			batch[j] = fmt.Appendf(nil, "%d", i+j)
+		}
+		if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type child struct {
+		cmd *exec.Cmd
+		out bytes.Buffer
+	}
+	start := func() *child {
+		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFanOutMultiProcess$", "-test.count=1", "-test.v")}
+		c.cmd.Env = append(os.Environ(), fanoutChildEnv+"="+dsn)
+		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.cmd.Process.Kill() })
+		return c
+	}
+	children := []*child{start(), start(), start()}
+
+	// Kill the first once the work is well under way, and start another.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM fan_acks").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= 1500 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d acks after a minute; the first consumer's output:\n%s", n, children[0].out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	victim := children[0].cmd.Process.Pid
+	if err := children[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = children[0].cmd.Wait()
+	children = append(children[1:], start())
+	t.Logf("killed consumer %d and started %d", victim, children[2].cmd.Process.Pid)
+
+	for i, c := range children {
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("consumer %d: %v; its output:\n%s", i+1, err, c.out.String())
+			}
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("consumer %d did not finish in 3 minutes; its output:\n%s", i+1, c.out.String())
+		}
+	}
+
+	for _, s := range fanSubs {
+		queue := fanTopic + "\x1f" + s
+		var finished, distinct, acks, redelivered int
+		for q, dst := range map[string]*int{
+			"SELECT count(*) FROM conveyor_events WHERE topic = $1 AND status = 'finished'":             &finished,
+			"SELECT count(DISTINCT data) FROM conveyor_events WHERE topic = $1 AND status = 'finished'": &distinct,
+			"SELECT count(*) FROM conveyor_events WHERE topic = $1 AND attempts > 1":                    &redelivered,
+			"SELECT count(*) FROM fan_acks WHERE sub = $1":                                              &acks,
+		} {
+			arg := queue
+			if strings.Contains(q, "fan_acks") {
+				arg = s
+			}
+			if err := db.DB.QueryRowContext(ctx, q, arg).Scan(dst); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("subscription %s: %d finished (%d distinct), %d redelivered, %d acks recorded", s, finished, distinct, redelivered, acks)
+		if finished != fanMessages || distinct != fanMessages {
+			t.Errorf("subscription %s: %d copies finished (%d distinct), want all %d", s, finished, distinct, fanMessages)
+		}
+		// The killed process may have committed an Ack per worker without
+		// recording it.
+		if acks < fanMessages-fanWorkers || acks > fanMessages {
+			t.Errorf("subscription %s: %d acks recorded, want %d (at most %d fewer)", s, acks, fanMessages, fanWorkers)
+		}
+	}
+	if n := countRows(t, db, "topic = '"+fanTopic+"'"); n != 0 {
+		t.Errorf("%d copies in the default subscription, never consumed nor declared; want none", n)
+	}
+}
+
+// consumeFanOut is the body of a consumer process: it acks the copies of
+// both subscriptions until no message of the table is unfinished.
+func consumeFanOut(t *testing.T, dsn string) {
+	ctx := context.Background()
+	db := openDB(t, dsn)
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: 2 * time.Second, RescueInterval: 250 * time.Millisecond})
+	pid := os.Getpid()
+	var wg sync.WaitGroup
+	for _, s := range fanSubs {
+		tp := subscribe(t, ps, fanTopic, s)
+		for range fanWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					m, err := dbpubsubtest.NextUnfinished(ctx, tp, db, 500*time.Millisecond)
+					if err != nil || m == nil {
+						if err != nil {
+							t.Error(err)
+						}
+						return
+					}
+					if err := m.Ack(ctx); err != nil {
+						if errors.Is(err, pubsub.ErrLeaseExpired) {
+							continue // too slow: someone else has it now
+						}
+						t.Error(err)
+						return
+					}
+					if _, err := db.DB.ExecContext(ctx, "INSERT INTO fan_acks (sub, n, pid) VALUES ($1, $2, $3)", s, string(m.Data()), pid); err != nil {
+						t.Errorf("subscription %s, message %q: %v", s, m.Data(), err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
