@@ -83,16 +83,28 @@ func TestSmoke(t *testing.T) {
 		r.Backlog.Messages != int64(cfg.Backlog) || r.Backlog.PeakRSSMB <= 0 {
 		t.Errorf("backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.Backlog)
 	}
-	// The fan-out: every subscription got every message; the publisher
-	// alone published them all.
-	if r := find(rep.Results, "watermill-sql", ScFanOut); r == nil || r.Runs[0].Count != int64(fanOutSubs*cfg.N) || r.Publish <= 0 {
-		t.Errorf("watermill-sql fan-out: got %+v, want %d deliveries and a publish rate", r, fanOutSubs*cfg.N)
+	// The fan-out: every subscription got every message (conveyor's
+	// through pubsub.Subscribe on dbpubsub, not "no subscriptions"); the
+	// publisher alone published them all.
+	for _, name := range []string{"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "watermill-sql"} {
+		if r := find(rep.Results, name, ScFanOut); r == nil || r.Subs != fanOutSubs || r.Runs[0].Count != int64(fanOutSubs*cfg.N) || r.Publish <= 0 {
+			t.Errorf("%s fan-out: got %+v, want %d deliveries to %d subscriptions and a publish rate", name, r, fanOutSubs*cfg.N, fanOutSubs)
+		}
 	}
 	if r := find(rep.Results, "conveyor dbpubsub (no subscriptions)", ScFanOut); r == nil || r.Runs[0].Count != int64(cfg.N) || r.Publish <= 0 {
 		t.Errorf("conveyor fan-out without subscriptions: got %+v, want %d messages published", r, cfg.N)
 	}
 	if len(rep.Targets) == 0 {
 		t.Error("no target of conveyor was checked")
+	}
+	fanOutTargets := 0
+	for _, tg := range rep.Targets {
+		if strings.HasPrefix(tg.Goal, "fan-out") {
+			fanOutTargets++
+		}
+	}
+	if fanOutTargets != 2 {
+		t.Errorf("%d fan-out targets checked, want 2 (delivered against watermill-sql, publish against no subscriptions): %+v", fanOutTargets, rep.Targets)
 	}
 
 	// The outputs.
