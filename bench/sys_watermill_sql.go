@@ -31,6 +31,7 @@ func (watermillSQL) Baseline() bool { return false }
 
 // FanOutSubs makes it run the fan-out scenario, with consumer groups.
 func (watermillSQL) FanOutSubs() int { return fanOutSubs }
+
 func (watermillSQL) Config(cfg Config) string {
 	return fmt.Sprintf("watermill-sql v4.1.2, DefaultPostgreSQLSchema (SubscribeBatchSize 100, JSON payload) + "+
 		"DefaultPostgreSQLOffsetsAdapter, pgx stdlib pool of %d conns; PollInterval %v; one subscription of one "+
