@@ -1,5 +1,5 @@
 // Package channelpubsub is conveyor's in-process backend, and the default:
-// one buffered Go channel per topic.
+// one buffered Go channel per subscription of a topic.
 //
 //	ps := channelpubsub.New()
 //	defer ps.Close()
@@ -8,13 +8,26 @@
 //	msg, _ := orders.Dequeue(ctx)
 //	_ = msg.Ack(ctx)
 //
+//	billing, _ := pubsub.Subscribe(ctx, ps, "orders", "billing") // a copy of every later message
+//
 // or, in an app wired with package di, channelpubsub.Register(ctx).
 //
 // It keeps the whole pubsub contract (checked by pubsubtest): leases,
 // retries with the shared backoff, attempt counts, dead letters, delays,
-// batches and stats. Enqueue on a full topic (Options.Capacity ready
-// messages, default 10) blocks until there is room or ctx ends: producers
-// feel backpressure, nothing is dropped. Enqueue copies the data.
+// batches, stats, subscriptions and an inbox. Enqueue on a full
+// subscription (Options.Capacity ready messages, default 10) blocks until
+// there is room or ctx ends: producers feel backpressure, nothing is
+// dropped. Enqueue copies the data.
+//
+// Subscriptions follow package pubsub's rules. A publish to several
+// subscriptions goes to all or none of them, and a full one holds the
+// topic's publishers back. A unique enqueue gives a copy to each
+// subscription that keeps no message with the key, and reports whether
+// one did. DeleteSubscription drops the subscription's copies at once;
+// its deliveries in hand then fail to settle with pubsub.ErrLeaseExpired,
+// and its handles return pubsub.ErrNoSubscription until it is created
+// again. The inbox (Claim) takes part in no transaction: a claim is
+// recorded at once, even with pubsub.WithTx, and release forgets it.
 //
 // Messages live in the process's memory: they are lost when the process
 // ends, and shared only by the goroutines of one process. For messages that

@@ -67,7 +67,7 @@ func (e *entry) deliver() *message {
 // fire runs when e's timer goes off: a scheduled message becomes ready.
 func (e *entry) fire() {
 	q := e.q
-	if q.ps.isClosed() {
+	if q.ps.isClosed() || q.isGone.Load() {
 		return
 	}
 	e.mu.Lock()
@@ -193,16 +193,23 @@ func (m *message) settle(op string, f func(*entry)) error {
 // check says why this delivery can no longer be settled. Called with e.mu held.
 func (m *message) check(op string) error {
 	var err error
-	switch e := m.e; {
+	e, q := m.e, m.e.q
+	switch {
 	case m.settled:
 		err = pubsub.ErrSettled
-	case e.q.ps.isClosed():
+	case q.ps.isClosed():
 		err = pubsub.ErrClosed
+	case q.isGone.Load():
+		err = errDeleted
 	case e.token != m.token || e.state != stProcessing:
 		err = pubsub.ErrLeaseExpired
 	}
 	if err != nil {
-		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, m.e.q.name, err)
+		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, q.topic, q.inSub(err))
 	}
 	return nil
 }
+
+// errDeleted is why a delivery of a deleted subscription does not settle:
+// its message went with the subscription.
+var errDeleted = fmt.Errorf("the subscription was deleted: %w", pubsub.ErrLeaseExpired)

@@ -23,7 +23,7 @@ type PubSub struct {
 	sweepEvery time.Duration
 
 	mu     sync.Mutex
-	queues map[string]*queue
+	topics map[string]*topicState
 
 	nextID atomic.Uint64
 }
@@ -46,7 +46,7 @@ func NewWithOptions(opts Options) (*PubSub, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &PubSub{opts: o, closed: make(chan struct{}), queues: make(map[string]*queue)}
+	ps := &PubSub{opts: o, closed: make(chan struct{}), topics: make(map[string]*topicState)}
 	ps.sweepEvery = min(max(o.Lease/8, 5*time.Millisecond), 250*time.Millisecond)
 	ps.clock.Store(time.Now().UnixNano())
 	ps.wg.Add(1)
@@ -68,13 +68,7 @@ func (ps *PubSub) sweep() {
 			return
 		case now := <-tick.C:
 			ps.clock.Store(now.UnixNano())
-			ps.mu.Lock()
-			qs := make([]*queue, 0, len(ps.queues))
-			for _, q := range ps.queues {
-				qs = append(qs, q)
-			}
-			ps.mu.Unlock()
-			for _, q := range qs {
+			for _, q := range ps.queues() {
 				q.expireLeases(now.UnixNano())
 			}
 		}
@@ -87,15 +81,18 @@ func (ps *PubSub) leaseEnd(d time.Duration) int64 {
 	return ps.clock.Load() + int64(d) + int64(ps.sweepEvery)
 }
 
-// Topic returns a handle on the topic name. Handles on one name share its
-// messages; closing a handle does not affect the others. A name that
-// pubsub.ValidateTopicName rejects gives a handle whose methods all return
-// that error.
+// Topic returns a handle on the topic name: its enqueues publish to the
+// topic, its Dequeue reads the default subscription. Handles on one name
+// share its messages; closing a handle does not affect the others. A name
+// that pubsub.ValidateTopicName rejects gives a handle whose methods all
+// return that error.
 func (ps *PubSub) Topic(name string) pubsub.Topic {
 	if bad := backend.CheckTopicName("channelpubsub", name); bad != nil {
 		return bad
 	}
-	return &topic{q: ps.queue(name), h: backend.NewHandle()}
+	ts := ps.topic(name)
+	q, _ := ts.lookup(pubsub.DefaultSubscription) // the default always has a queue
+	return newHandle(ts, pubsub.DefaultSubscription, q)
 }
 
 // Close stops the PubSub: every topic handle returns pubsub.ErrClosed from
@@ -110,13 +107,7 @@ func (ps *PubSub) Close() error {
 		err = nil
 		ps.isShut.Store(true)
 		close(ps.closed)
-		ps.mu.Lock()
-		qs := make([]*queue, 0, len(ps.queues))
-		for _, q := range ps.queues {
-			qs = append(qs, q)
-		}
-		ps.mu.Unlock()
-		for _, q := range qs {
+		for _, q := range ps.queues() {
 			q.stopTimers()
 		}
 		ps.wg.Wait()
@@ -129,13 +120,36 @@ func (ps *PubSub) Shutdown(context.Context) error { return ps.Close() }
 
 func (ps *PubSub) isClosed() bool { return ps.isShut.Load() }
 
-func (ps *PubSub) queue(name string) *queue {
+// topic returns the state of the topic name, made on first use.
+func (ps *PubSub) topic(name string) *topicState {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	q, ok := ps.queues[name]
+	ts, ok := ps.topics[name]
 	if !ok {
-		q = newQueue(ps, name)
-		ps.queues[name] = q
+		ts = newTopicState(ps, name)
+		ps.topics[name] = ts
 	}
-	return q
+	return ts
+}
+
+// findTopic returns the state of the topic name, or nil if it was never used.
+func (ps *PubSub) findTopic(name string) *topicState {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.topics[name]
+}
+
+// queues returns the queues of every topic.
+func (ps *PubSub) queues() []*queue {
+	ps.mu.Lock()
+	tss := make([]*topicState, 0, len(ps.topics))
+	for _, ts := range ps.topics {
+		tss = append(tss, ts)
+	}
+	ps.mu.Unlock()
+	var qs []*queue
+	for _, ts := range tss {
+		qs = append(qs, ts.queues()...)
+	}
+	return qs
 }

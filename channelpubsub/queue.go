@@ -8,15 +8,24 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// queue is the state of one topic, shared by all its handles.
+// queue is one subscription of a topic (or the default subscription's
+// copies of a topic with none, see topicState), shared by all its handles:
+// its copies, their leases, retries, dead letters and stats, its inbox.
 type queue struct {
-	ps   *PubSub
-	name string
-	ch   chan *entry // ready messages, in order
+	ps    *PubSub
+	topic string
+	sub   string
+	ch    chan *entry // ready messages, in order
+
+	// subscribed says the queue is one of its topic's subscriptions: a
+	// named one always, the default once consumed from or declared.
+	subscribed atomic.Bool
+	// gone is closed when the subscription is deleted, its copies with it.
+	gone   chan struct{}
+	isGone atomic.Bool
 
 	waiting   atomic.Int64  // ready messages waiting for room in ch
 	batchSlot chan struct{} // held by the batch going in
@@ -30,6 +39,8 @@ type queue struct {
 	scheduled map[*entry]struct{} // delayed or backing off
 	dead      []*entry            // oldest death first
 	keys      map[string]*entry   // unique keys of the messages kept
+
+	inbox inbox
 }
 
 const inflightShards = 16
@@ -42,11 +53,13 @@ type inflightShard struct {
 	count atomic.Int64
 }
 
-func newQueue(ps *PubSub, name string) *queue {
+func newQueue(ps *PubSub, topic, sub string) *queue {
 	q := &queue{
 		ps:        ps,
-		name:      name,
+		topic:     topic,
+		sub:       sub,
 		ch:        make(chan *entry, ps.opts.Capacity),
+		gone:      make(chan struct{}),
 		batchSlot: make(chan struct{}, 1),
 		scheduled: make(map[*entry]struct{}),
 	}
@@ -70,7 +83,7 @@ func (q *queue) push(e *entry) {
 		return
 	default:
 	}
-	if q.ps.isClosed() {
+	if q.ps.isClosed() || q.isGone.Load() {
 		return
 	}
 	q.waiting.Add(1)
@@ -81,6 +94,7 @@ func (q *queue) push(e *entry) {
 		select {
 		case q.ch <- e:
 		case <-q.ps.closed:
+		case <-q.gone:
 		}
 	}()
 }
@@ -108,6 +122,8 @@ func (q *queue) pushAll(es []*entry) {
 					q.waiting.Add(-1)
 					q.batchRest.Add(-1)
 				case <-q.ps.closed:
+					return
+				case <-q.gone:
 					return
 				}
 			}
@@ -144,32 +160,21 @@ func (q *queue) stopTimers() {
 	}
 }
 
-// refuseTx fails an enqueue asked to run in the caller's transaction
-// (pubsub.WithTx): memory cannot take part in it, and enqueueing anyway
-// would lose the atomicity the caller asked for.
-func (q *queue) refuseTx(ctx context.Context) error {
-	if tx := pubsub.TxFrom(ctx); tx != nil {
-		return fmt.Errorf("channelpubsub: enqueue on topic %q in a transaction (%T): the in-memory backend cannot take part in one: %w", q.name, tx, pubsub.ErrUnsupported)
-	}
-	return nil
-}
-
 // errDuplicate says a unique key is taken; EnqueueUnique turns it into false.
 var errDuplicate = errors.New("duplicate key")
 
-// enqueue adds data, ready at at (zero: now). A non-empty key is unique
-// among the messages the queue keeps: a message under a taken key is not
-// added and errDuplicate is returned.
+// errStopped says the handle or the PubSub closed while a call waited; the
+// handle reports its own closed error.
+var errStopped = errors.New("stopped")
+
+// errGone says the queue's subscription was deleted while a call waited.
+var errGone = errors.New("subscription deleted")
+
+// enqueue adds data, ready at at (zero: now), waiting for room while the
+// queue is full. A non-empty key is unique among the messages the queue
+// keeps: a message under a taken key is not added and errDuplicate is
+// returned. A copy for a subscription deleted meanwhile goes with it.
 func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
-	if err := pubsub.CheckSize(data, q.ps.opts.MaxDataSize); err != nil {
-		return fmt.Errorf("channelpubsub: enqueue on topic %q: %w", q.name, err)
-	}
-	if err := q.refuseTx(ctx); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if q.batchRest.Load() > 0 {
 		// A batch is still going in: wait behind it, so that a producer's
 		// messages keep their order.
@@ -179,9 +184,11 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-handleClosed:
-			return q.closedErr()
+			return errStopped
 		case <-q.ps.closed:
-			return q.closedErr()
+			return errStopped
+		case <-q.gone:
+			return nil
 		}
 	}
 	e := q.newEntry(data)
@@ -214,9 +221,11 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-handleClosed:
-		return q.closedErr()
+		return errStopped
 	case <-q.ps.closed:
-		return q.closedErr()
+		return errStopped
+	case <-q.gone:
+		return nil
 	}
 }
 
@@ -247,6 +256,8 @@ func (q *queue) releaseKey(e *entry) {
 	q.mu.Unlock()
 }
 
+// dequeue delivers the next ready message. It returns errStopped when the
+// handle or the PubSub closes, errGone when the subscription is deleted.
 func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubsub.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // an ended ctx gets no message, even a ready one
@@ -260,10 +271,15 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-handleClosed:
-			return nil, q.closedErr()
+			return nil, errStopped
 		case <-q.ps.closed:
-			return nil, q.closedErr()
+			return nil, errStopped
+		case <-q.gone:
+			return nil, errGone
 		}
+	}
+	if q.isGone.Load() {
+		return nil, errGone // the copy went with its subscription
 	}
 	return e.deliver(), nil
 }
@@ -293,7 +309,31 @@ type delivery struct {
 	token uint64
 }
 
-func (q *queue) closedErr() error { return backend.ClosedError("channelpubsub", q.name) }
+// drop ends the queue: its subscription is deleted, and its copies with
+// it. Calls waiting on it return, its scheduled copies never come due,
+// and its deliveries in hand fail to settle (message.check).
+func (q *queue) drop() {
+	q.isGone.Store(true)
+	close(q.gone)
+	q.stopTimers()
+}
+
+// inSub names q's subscription in err, unless it is the default.
+func (q *queue) inSub(err error) error {
+	if q.sub == pubsub.DefaultSubscription {
+		return err
+	}
+	return fmt.Errorf("subscription %q: %w", q.sub, err)
+}
+
+// label names a topic's subscription in errors: the topic, and the
+// subscription unless it is the default.
+func label(topic, sub string) string {
+	if sub == pubsub.DefaultSubscription {
+		return fmt.Sprintf("topic %q", topic)
+	}
+	return fmt.Sprintf("topic %q subscription %q", topic, sub)
+}
 
 // addInflight links e, just leased. Called with e.mu held.
 func (q *queue) addInflight(e *entry) {

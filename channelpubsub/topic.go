@@ -5,169 +5,304 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// topic is one handle on a queue.
+// topic is one handle on a subscription of a topic: its enqueues publish
+// to the topic, its other calls act on the subscription.
 type topic struct {
-	q *queue
-	h backend.Handle
+	ts    *topicState
+	sub   string
+	label string
+	q     atomic.Pointer[queue] // sub's queue, as last looked up
+	h     backend.Handle
 }
 
 var _ backend.Topic = (*topic)(nil)
 
-// Enqueue adds a copy of data. On a full topic it blocks until there is
-// room or ctx ends.
+// Enqueue publishes a copy of data to every subscription of the topic (see
+// the package documentation). While a subscription is full it blocks until
+// there is room or ctx ends.
 func (t *topic) Enqueue(ctx context.Context, data []byte) error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	return t.q.enqueue(ctx, data, time.Time{}, "", t.h.Closed())
+	_, err := t.publish(ctx, data, time.Time{}, "")
+	return err
 }
 
-// EnqueueAt adds a copy of data, to be delivered no earlier than at.
+// EnqueueAt publishes a copy of data, to be delivered no earlier than at.
 func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	return t.q.enqueue(ctx, data, at, "", t.h.Closed())
+	_, err := t.publish(ctx, data, at, "")
+	return err
 }
 
-// EnqueueBatch enqueues copies of every item, in order, all or none: the
-// items are checked, then the batch waits (honouring ctx) for the topic's
-// batch slot, then goes in whole. Items that do not fit in the channel
-// wait for room in a goroutine the PubSub owns, in order; one such batch at
-// a time per topic, so a producer still feels backpressure.
+// EnqueueBatch publishes copies of every item, in order, all or none, to
+// every subscription: the items are checked, then the batch waits
+// (honouring ctx) for each subscription's batch slot, then goes in whole.
+// Items that do not fit in a subscription's channel wait for room in a
+// goroutine the PubSub owns, in order; one such batch at a time per
+// subscription, so a producer still feels backpressure.
 func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	q := t.q
+	ts := t.ts
 	for i, d := range data {
-		if err := pubsub.CheckSize(d, q.ps.opts.MaxDataSize); err != nil {
-			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, q.name, err)
+		if err := pubsub.CheckSize(d, ts.ps.opts.MaxDataSize); err != nil {
+			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, ts.name, err)
 		}
 	}
-	if err := q.refuseTx(ctx); err != nil {
+	if err := ts.refuseTx(ctx); err != nil {
 		return err
 	}
-	select {
-	case q.batchSlot <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, ctx.Err())
-	case <-t.h.Closed():
-		return q.closedErr()
-	case <-q.ps.closed:
-		return q.closedErr()
+	qs := *ts.targets.Load()
+	es := make([][]*entry, len(qs))
+	for i, q := range qs {
+		es[i] = make([]*entry, len(data))
+		for j, d := range data {
+			es[i][j] = q.newEntry(d)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		<-q.batchSlot
-		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", q.name, err)
+	err := t.pushEach(ctx, qs, es)
+	if err != nil && !errors.Is(err, pubsub.ErrClosed) {
+		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", ts.name, err)
 	}
-	es := make([]*entry, len(data))
-	for i, d := range data {
-		es[i] = q.newEntry(d)
-	}
-	q.pushAll(es) // releases the slot
-	return nil
+	return err
 }
 
-// EnqueueUnique adds a copy of data unless the topic keeps a message
-// enqueued under key that is not yet acked (ready, scheduled, processing or
-// dead); it reports whether data was added. The key is freed when its
-// message is acked or purged.
+// EnqueueUnique publishes a copy of data to every subscription that keeps
+// no message enqueued under key and not yet acked (ready, scheduled,
+// processing or dead); it reports whether a subscription got one. The key
+// is freed in a subscription when its message there is acked or purged.
 func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if err := pubsub.ValidateKey(key); err != nil {
+		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: %w", t.ts.name, err)
+	}
+	return t.publish(ctx, data, time.Time{}, key)
+}
+
+// publish adds a copy of data, ready at at (zero: now), to every queue the
+// topic publishes to now; under a non-empty key, only to those keeping no
+// message with key. It reports whether a copy was added.
+func (t *topic) publish(ctx context.Context, data []byte, at time.Time, key string) (bool, error) {
 	if err := t.check(); err != nil {
 		return false, err
 	}
-	if key == "" {
-		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: empty key", t.q.name)
+	ts := t.ts
+	if err := pubsub.CheckSize(data, ts.ps.opts.MaxDataSize); err != nil {
+		return false, fmt.Errorf("channelpubsub: enqueue on topic %q: %w", ts.name, err)
 	}
-	err := t.q.enqueue(ctx, data, time.Time{}, key, t.h.Closed())
-	if errors.Is(err, errDuplicate) {
+	if err := ts.refuseTx(ctx); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	qs := *ts.targets.Load()
+	if len(qs) == 1 {
+		switch err := qs[0].enqueue(ctx, data, at, key, t.h.Closed()); {
+		case errors.Is(err, errDuplicate):
+			return false, nil
+		case errors.Is(err, errStopped):
+			return false, t.closedErr()
+		case err != nil:
+			return false, err
+		}
+		return true, nil
+	}
+	var to []*queue
+	var es [][]*entry
+	for _, q := range qs {
+		e := q.newEntry(data)
+		if key != "" && !q.claimKey(key, e) {
+			continue
+		}
+		to, es = append(to, q), append(es, []*entry{e})
+	}
+	if len(to) == 0 {
 		return false, nil
 	}
-	return err == nil, err
+	if delay := time.Until(at); !at.IsZero() && delay > 0 {
+		for i, q := range to {
+			e := es[i][0]
+			e.mu.Lock()
+			q.schedule(e, delay)
+			e.mu.Unlock()
+		}
+		return true, nil
+	}
+	if err := t.pushEach(ctx, to, es); err != nil {
+		for i, q := range to {
+			q.releaseKey(es[i][0])
+		}
+		return false, err
+	}
+	return true, nil
 }
 
-// Dequeue blocks until a message is ready, ctx ends, or the topic closes.
-func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
-	if err := t.check(); err != nil {
-		return nil, err
+// pushEach makes the entries es[i], in order, ready in qs[i], for every i
+// or for none: it takes each queue's batch slot (honouring ctx), in the
+// order of qs, which every publish takes in name order, then pushes them
+// all. The entries that do not fit wait for room in goroutines the PubSub
+// owns, holding the slots (see queue.pushAll). A queue whose subscription
+// is deleted meanwhile is skipped: its copies would go with it.
+func (t *topic) pushEach(ctx context.Context, qs []*queue, es [][]*entry) error {
+	held := make([]bool, len(qs))
+	fail := func(err error) error {
+		for i, q := range qs {
+			if held[i] {
+				<-q.batchSlot
+			}
+		}
+		return err
 	}
-	return t.q.dequeue(ctx, t.h.Closed())
+	for i, q := range qs {
+		select {
+		case q.batchSlot <- struct{}{}:
+			held[i] = true
+		case <-q.gone:
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-t.h.Closed():
+			return fail(t.closedErr())
+		case <-t.ts.ps.closed:
+			return fail(t.closedErr())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	for i, q := range qs {
+		if held[i] {
+			q.pushAll(es[i])
+		}
+	}
+	return nil
+}
+
+// Dequeue blocks until a message of the handle's subscription is ready,
+// ctx ends, or the handle closes. On the default subscription it makes the
+// default one of the topic's subscriptions.
+func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	for {
+		q, err := t.open(true)
+		if err != nil {
+			return nil, err
+		}
+		m, err := q.dequeue(ctx, t.h.Closed())
+		switch {
+		case errors.Is(err, errGone):
+			continue // the subscription was deleted: look it up again
+		case errors.Is(err, errStopped):
+			return nil, t.closedErr()
+		}
+		return m, err
+	}
 }
 
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
 func (t *topic) Close() error {
-	return t.h.Close(t.q.closedErr())
+	return t.h.Close(t.closedErr())
 }
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
 // death first.
 func (t *topic) ListDead(_ context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	if err := t.check(); err != nil {
+	q, err := t.open(false)
+	if err != nil {
 		return nil, err
 	}
-	return t.q.listDead(limit), nil
+	return q.listDead(limit), nil
 }
 
 // RequeueDead makes the dead message id ready again with a fresh attempt count.
 func (t *topic) RequeueDead(_ context.Context, id string) error {
-	if err := t.check(); err != nil {
+	q, err := t.open(false)
+	if err != nil {
 		return err
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("channelpubsub: requeue %q on topic %q: %w", id, t.q.name, pubsub.ErrNotFound)
+		return fmt.Errorf("channelpubsub: requeue %q on %s: %w", id, t.label, pubsub.ErrNotFound)
 	}
-	es := t.q.takeDead(func(e *entry) bool { return e.id == n })
+	es := q.takeDead(func(e *entry) bool { return e.id == n })
 	if len(es) == 0 {
-		return fmt.Errorf("channelpubsub: requeue %q on topic %q: no dead message with that id: %w", id, t.q.name, pubsub.ErrNotFound)
+		return fmt.Errorf("channelpubsub: requeue %q on %s: no dead message with that id: %w", id, t.label, pubsub.ErrNotFound)
 	}
-	t.q.requeue(es)
+	q.requeue(es)
 	return nil
 }
 
 // RequeueAllDead makes every dead message ready again.
 func (t *topic) RequeueAllDead(context.Context) (int, error) {
-	if err := t.check(); err != nil {
+	q, err := t.open(false)
+	if err != nil {
 		return 0, err
 	}
-	es := t.q.takeDead(func(*entry) bool { return true })
-	t.q.requeue(es)
+	es := q.takeDead(func(*entry) bool { return true })
+	q.requeue(es)
 	return len(es), nil
 }
 
 // PurgeDead forgets every dead message.
 func (t *topic) PurgeDead(context.Context) (int, error) {
-	if err := t.check(); err != nil {
+	q, err := t.open(false)
+	if err != nil {
 		return 0, err
 	}
-	es := t.q.takeDead(func(*entry) bool { return true })
+	es := q.takeDead(func(*entry) bool { return true })
 	for _, e := range es {
-		t.q.releaseKey(e)
+		q.releaseKey(e)
 	}
 	return len(es), nil
 }
 
-// Stats counts the topic's messages. OldestReady is not tracked by this
-// backend and is always 0.
+// Stats counts the subscription's messages. OldestReady is not tracked by
+// this backend and is always 0.
 func (t *topic) Stats(context.Context) (pubsub.Stats, error) {
-	if err := t.check(); err != nil {
+	q, err := t.open(false)
+	if err != nil {
 		return pubsub.Stats{}, err
 	}
-	return t.q.stats(), nil
+	return q.stats(), nil
+}
+
+// open checks the handle and returns its subscription's queue. consume
+// says the call consumes (Dequeue): that makes the default subscription
+// one of the topic's. The queue is looked up again once its subscription
+// is deleted: a deleted default is replaced by a new one, a deleted named
+// subscription is ErrNoSubscription until it is created again.
+func (t *topic) open(consume bool) (*queue, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	q := t.q.Load()
+	if !q.isGone.Load() && (!consume || q.subscribed.Load()) {
+		return q, nil
+	}
+	if consume && t.sub == pubsub.DefaultSubscription {
+		q = t.ts.subscribe(t.sub)
+	} else {
+		var err error
+		if q, err = t.ts.lookup(t.sub); err != nil {
+			return nil, err
+		}
+	}
+	t.q.Store(q)
+	return q, nil
 }
 
 func (t *topic) check() error {
-	if t.h.IsClosed() || t.q.ps.isClosed() {
-		return t.q.closedErr()
+	if t.h.IsClosed() || t.ts.ps.isClosed() {
+		return t.closedErr()
 	}
 	return nil
+}
+
+func (t *topic) closedErr() error {
+	return fmt.Errorf("channelpubsub: %s: %w", t.label, pubsub.ErrClosed)
 }
