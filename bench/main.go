@@ -267,8 +267,8 @@ func describe(sc string, r Run) string {
 		return fmt.Sprintf("%s events/s (%d events in %v)%s", num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
 	case ScFanOut:
 		if r.Subs == 0 {
-			return fmt.Sprintf("published %s msgs/s in batches from one producer (%d msgs in %v, no subscription)%s",
-				num(r.Publish), r.Count, r.Elapsed.Round(time.Millisecond), capped)
+			return fmt.Sprintf("published %s msgs/s in batches from one producer, delivered %s msgs/s (%d deliveries of a plain topic in %v)%s",
+				num(r.Publish), num(r.Value), r.Count, r.Elapsed.Round(time.Millisecond), capped)
 		}
 		return fmt.Sprintf("published %s msgs/s in batches from one producer, delivered %s msgs/s (%d deliveries to %d subscriptions in %v)%s",
 			num(r.Publish), num(r.Value), r.Count, r.Subs, r.Elapsed.Round(time.Millisecond), capped)

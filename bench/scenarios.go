@@ -450,8 +450,9 @@ const fanOutSubs = 4
 // publishes n messages in calls of the batch size from one goroutine. The
 // publish rate is n over the time until the last call returned; the
 // delivered rate is subs × n over the time until every subscription has
-// acked its n. With no subscription it publishes alone: Value is then the
-// publish rate.
+// acked its n. With no subscription, W consumers read the plain topic (its
+// default subscription), the baseline of the publish rate: the same
+// producer and as many consumers, one copy of each message.
 func runFanOut(ctx context.Context, inst Instance, cfg Config, n, subs int) (Run, error) {
 	b, ok := inst.(BatchEnqueuer)
 	if !ok {
@@ -475,6 +476,14 @@ func runFanOut(ctx context.Context, inst Instance, cfg Config, n, subs int) (Run
 			garbled.Add(1)
 		}
 	}
+	if subs == 0 {
+		c := newCounter(n)
+		stop, err := inst.Consume(cctx, cfg.W, handle, c.inc)
+		if err != nil {
+			return Run{}, err
+		}
+		counters, stops = []*counter{c}, []func() error{stop}
+	}
 	for i := range subs {
 		counters[i] = newCounter(n)
 		stop, err := consumeSubscription(ctx, cctx, inst, fmt.Sprintf("sub%d", i+1), max(1, cfg.W/subs), handle, counters[i].inc)
@@ -483,10 +492,8 @@ func runFanOut(ctx context.Context, inst Instance, cfg Config, n, subs int) (Run
 		}
 		stops = append(stops, stop)
 	}
-	if subs > 0 {
-		// Let the consumers start (connect, LISTEN, first poll) before the clock.
-		time.Sleep(500 * time.Millisecond)
-	}
+	// Let the consumers start (connect, LISTEN, first poll) before the clock.
+	time.Sleep(500 * time.Millisecond)
 	var sent int64
 	var perr error
 	start := time.Now()
@@ -520,13 +527,9 @@ func runFanOut(ctx context.Context, inst Instance, cfg Config, n, subs int) (Run
 	if g := garbled.Load(); g > 0 && err == nil {
 		err = fmt.Errorf("%d of %d messages were handled garbled", g, delivered)
 	}
-	r := Run{Subs: subs, Publish: rate(sent, published), Capped: sent < int64(n) || delivered < int64(subs)*sent}
-	if subs == 0 {
-		r.Value, r.Count, r.Elapsed = r.Publish, sent, published
-	} else {
-		r.Value, r.Count, r.Elapsed = rate(delivered, el), delivered, el
-	}
-	return r, err
+	copies := int64(max(subs, 1))
+	return Run{Subs: subs, Publish: rate(sent, published), Capped: sent < int64(n) || delivered < copies*sent,
+		Value: rate(delivered, el), Count: delivered, Elapsed: el}, err
 }
 
 // consumeSubscription makes subscription name of inst's topic (with ctx)

@@ -61,7 +61,7 @@ func (c conveyorDB) Config(cfg Config) string {
 	case c.consumers > 0:
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
 	case c.noSubs:
-		workers = "fan-out only: the topic has no subscription and no consumer, publishing alone"
+		workers = "fan-out only: the plain topic, no subscription, W goroutines Dequeue+Ack on its default subscription"
 	}
 	opts := "dbpubsub.Options{}"
 	if c.asyncAck {
@@ -88,7 +88,7 @@ func (c conveyorDB) Scenarios() []string {
 	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScFanOut}
 }
 
-// FanOutSubs is fanOutSubs, or none for the variant that publishes alone.
+// FanOutSubs is fanOutSubs, or none for the plain topic's variant.
 func (c conveyorDB) FanOutSubs() int {
 	if c.noSubs {
 		return 0

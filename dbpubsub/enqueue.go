@@ -82,7 +82,7 @@ func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 			if rt.own != nil {
 				return affected(ex.ExecContext(ctx, rt.own.many(len(c.data), true), rt.names[0], c.data, rt.own.ch, rt.version))
 			}
-			return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, c.data, rt.chans))
+			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans))
 		})
 	}
 	return c.fail(ctx, err)
@@ -148,7 +148,7 @@ func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
 			case rt.own != nil:
 				return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version))
 			case at.IsZero():
-				return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, c.data, rt.chans))
+				return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans))
 			}
 			return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans))
 		})
@@ -578,5 +578,5 @@ func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enq
 	case delayed:
 		return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, data, at, []string{}))
 	}
-	return affected(ex.ExecContext(ctx, rt.fanNow, t.pub.topic, rt.version, rt.names, data, []string{}))
+	return affected(ex.ExecContext(ctx, rt.fanNowFor(rows), t.pub.topic, rt.version, rt.names, data, []string{}))
 }

@@ -349,12 +349,22 @@ func newReadyStatements(table, ready, seq string) readyStatements {
 // whose ready tables are readies (schema-qualified and quoted), beside
 // their topic $1 of version $2 (guard): the rows of data $4, in the order
 // given, into each queue, the i-th named ($3)[i]; channels $5 notified in
-// the statement. One row when the route was current.
-func fanNowSQL(table string, readies []string) string {
+// the statement. One row when the route was current. With block, each
+// queue's rows take the ids of one block of the sequence seq (as
+// newReadyStatements's insertBlock does: at most its increment of rows),
+// else one nextval each.
+func fanNowSQL(table, seq string, readies []string, block bool) string {
 	fan := quoteIdent(migrations.FanoutTable(table))
 	var b strings.Builder
 	fmt.Fprintf(&b, "WITH g AS MATERIALIZED (SELECT %s AS ok)", guard(fan, 2))
 	for i, ready := range readies {
+		if block {
+			fmt.Fprintf(&b, `,
+			b%d AS MATERIALIZED (SELECT nextval(%s::regclass) AS first),
+			i%d AS (INSERT INTO %s (id, topic, data) SELECT b%d.first + u.n - 1, ($3::text[])[%d], u.d
+				FROM g, b%d, unnest($4::bytea[]) WITH ORDINALITY AS u(d, n) WHERE g.ok)`, i, quoteLiteral(seq), i, ready, i, i+1, i)
+			continue
+		}
 		fmt.Fprintf(&b, `,
 			i%d AS (INSERT INTO %s (topic, data) SELECT ($3::text[])[%d], u.d
 				FROM g, unnest($4::bytea[]) WITH ORDINALITY AS u(d, n) WHERE g.ok ORDER BY u.n)`, i, ready, i+1)

@@ -44,7 +44,18 @@ type route struct {
 	names   []string      // the queues' names
 	chans   []string      // their notification channels
 	own     *topicMeta    // the queue's meta when the one queue is the default subscription's: readyStatements serve it
-	fanNow  string        // else the statement for messages for now (fanNowSQL)
+	fanNow  string        // else the statements for messages for now (fanNowSQL): one nextval per row
+	fanMany string        // and with the ids of one block per queue
+	block   int64         // the most rows fanMany takes
+}
+
+// fanNowFor returns the statement for rows messages for now on a route
+// without own.
+func (rt *route) fanNowFor(rows int) string {
+	if int64(rows) <= rt.block {
+		return rt.fanMany
+	}
+	return rt.fanNow
 }
 
 // route returns where st's topic's publishes go; st is the state of the
@@ -103,7 +114,10 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 		}
 	}
 	if rt.own == nil {
-		rt.fanNow = fanNowSQL(ps.opts.Table, readies)
+		seq := ps.ids.Load() // looked up with the queues' meta
+		rt.fanNow = fanNowSQL(ps.opts.Table, seq.name, readies, false)
+		rt.fanMany = fanNowSQL(ps.opts.Table, seq.name, readies, true)
+		rt.block = seq.increment
 	}
 	for {
 		old := st.rt.Load()
