@@ -3,10 +3,13 @@ package event_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub"
@@ -29,9 +32,89 @@ type backendOptions struct {
 // backend registers a fresh PubSub, with an empty store of its own, in the
 // injector of ctx, the way an app does.
 type backend struct {
-	name     string
-	durable  bool // dbpubsub: transactions, several processes
-	register func(t testing.TB, ctx context.Context, o backendOptions)
+	name    string
+	durable bool // dbpubsub: transactions, several processes
+	// register registers the PubSub in ctx's injector. On a durable
+	// backend it returns join, which registers another PubSub on the same
+	// store in another injector: another process.
+	register func(t testing.TB, ctx context.Context, o backendOptions) (join func(t testing.TB, ctx context.Context))
+	// newLedger returns where a listener writes its effects, guarded by
+	// event.Claim, in ctx's store.
+	newLedger func(t testing.TB, ctx context.Context) ledger
+}
+
+// ledger is a listener's effects: rows of a table of the test's schema,
+// written in the listener's transaction (dbpubsub), or counts in memory.
+type ledger interface {
+	// record claims the event being handled (event.Claim, in a
+	// transaction of the store if it has them) and, when the claim is the
+	// first, writes one effect under key. With fail, the write fails
+	// after the claim (the transaction is rolled back).
+	record(ctx context.Context, key string, fail bool) (first bool, err error)
+	// count is how many effects were written under key.
+	count(t testing.TB, key string) int
+}
+
+// errEffect is the failure of a ledger write asked to fail.
+var errEffect = errors.New("the effect failed")
+
+// memLedger counts effects in memory; its claims are recorded at once.
+type memLedger struct{ c counter }
+
+func (l *memLedger) record(ctx context.Context, key string, fail bool) (bool, error) {
+	first, err := event.Claim(ctx, nil)
+	if err != nil || !first {
+		return first, err
+	}
+	if fail {
+		return first, errEffect
+	}
+	l.c.add(key)
+	return first, nil
+}
+
+func (l *memLedger) count(_ testing.TB, key string) int { return l.c.get(key) }
+
+// dbLedger writes effects as rows of a table in the test's schema, in the
+// transaction that claims them.
+type dbLedger struct{ db *bun.DB }
+
+func newDBLedger(t testing.TB, ctx context.Context) ledger {
+	t.Helper()
+	db, err := di.Resolve[*bun.DB](ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS effects (key text NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	return &dbLedger{db: db}
+}
+
+func (l *dbLedger) record(ctx context.Context, key string, fail bool) (first bool, err error) {
+	err = l.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		first, err = event.Claim(ctx, tx)
+		if err != nil || !first {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO effects (key) VALUES (?)", key); err != nil {
+			return err
+		}
+		if fail {
+			return errEffect
+		}
+		return nil
+	})
+	return first, err
+}
+
+func (l *dbLedger) count(t testing.TB, key string) int {
+	t.Helper()
+	var n int
+	if err := l.db.QueryRowContext(context.Background(), "SELECT count(*) FROM effects WHERE key = ?", key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // backends are the backends every behaviour test runs on. The database
@@ -39,30 +122,37 @@ type backend struct {
 var backends = []backend{
 	{
 		name: "channelpubsub",
-		register: func(t testing.TB, ctx context.Context, o backendOptions) {
+		register: func(t testing.TB, ctx context.Context, o backendOptions) func(testing.TB, context.Context) {
 			err := channelpubsub.RegisterWithOptions(ctx, channelpubsub.Options{Capacity: 1024, Retry: o.Retry, Lease: o.Lease})
 			if err != nil {
 				t.Fatal(err)
 			}
+			return nil // in-process: no other process shares its memory
 		},
+		newLedger: func(testing.TB, context.Context) ledger { return &memLedger{} },
 	},
 	{
 		name:    "dbpubsub",
 		durable: true,
-		register: func(t testing.TB, ctx context.Context, o backendOptions) {
-			_, db := dbpubsubtest.NewStore(t)
-			if err := di.RegisterSingleton(ctx, db); err != nil {
-				t.Fatal(err)
+		register: func(t testing.TB, ctx context.Context, o backendOptions) func(testing.TB, context.Context) {
+			dsn, db := dbpubsubtest.NewStore(t)
+			reg := func(t testing.TB, ctx context.Context, db *bun.DB) {
+				if err := di.RegisterSingleton(ctx, db); err != nil {
+					t.Fatal(err)
+				}
+				err := dbpubsub.RegisterWithOptions(ctx, dbpubsub.Options{
+					Retry:        o.Retry,
+					Lease:        o.Lease,
+					PollInterval: 50 * time.Millisecond,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
-			err := dbpubsub.RegisterWithOptions(ctx, dbpubsub.Options{
-				Retry:        o.Retry,
-				Lease:        o.Lease,
-				PollInterval: 50 * time.Millisecond,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			reg(t, ctx, db)
+			return func(t testing.TB, ctx context.Context) { reg(t, ctx, dbpubsubtest.OpenDB(t, dsn)) }
 		},
+		newLedger: newDBLedger,
 	},
 }
 
@@ -79,18 +169,39 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 // newApp returns a context carrying an injector with b registered and
 // event.Register called; it is shut down in t.Cleanup.
 func newApp(t testing.TB, b backend, o backendOptions) context.Context {
-	t.Helper()
-	ctx := di.NewContext(context.Background())
-	b.register(t, ctx, o)
-	if err := event.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := di.Shutdown(ctx); err != nil {
-			t.Errorf("di.Shutdown: %v", err)
-		}
-	})
+	ctx, _ := newAppJoin(t, b, o)
 	return ctx
+}
+
+// newAppJoin is newApp, also returning join (see backend.register): nil
+// on an in-process backend, else a func returning another app on the same
+// store, as another process would run it.
+func newAppJoin(t testing.TB, b backend, o backendOptions) (ctx context.Context, join func(t testing.TB) context.Context) {
+	t.Helper()
+	ctx = di.NewContext(context.Background())
+	joinStore := b.register(t, ctx, o)
+	app := func(t testing.TB, ctx context.Context) {
+		t.Helper()
+		if err := event.Register(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := di.Shutdown(ctx); err != nil {
+				t.Errorf("di.Shutdown: %v", err)
+			}
+		})
+	}
+	app(t, ctx)
+	if joinStore == nil {
+		return ctx, nil
+	}
+	return ctx, func(t testing.TB) context.Context {
+		t.Helper()
+		other := di.NewContext(context.Background())
+		joinStore(t, other)
+		app(t, other)
+		return other
+	}
 }
 
 // fastRetry retries at once (almost), up to attempts deliveries.

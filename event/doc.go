@@ -28,11 +28,26 @@
 //	}
 //	err = checkout.Events.Dispatch(ctx, OrderPlaced{ID: 42})
 //
+// A Service consumes one subscription of its topic
+// (ServiceOptions.Subscription, by default pubsub.DefaultSubscription).
+// Services on different subscriptions each get every event, the same
+// Service run by several processes shares its subscription's events. A
+// listener makes its effects once per event, redeliveries included, by
+// claiming the event in its own transaction (the inbox; tx may be nil):
+//
+//	first, err := event.Claim(ctx, tx) // in db.RunInTx, before the writes
+//	if err != nil || !first {
+//		return err // an earlier delivery made them
+//	}
+//
 // # Guarantees
 //
 //   - The type name routes events, not the Go type; each event has a fresh
 //     id, the same on every delivery (Meta(ctx).ID).
-//   - Delivery is at least once: listeners must be idempotent.
+//   - Delivery is at least once: listeners must be idempotent, or claim
+//     with Claim. A claim in the listener's transaction commits with its
+//     effects; one made without is released when the listener fails, so
+//     a sibling listener's failure never repeats a claimed effect.
 //   - A message is acked only after every listener of its type succeeded. A
 //     listener's error retries it with the backend's backoff until it is
 //     dead (kept, listable, re-queueable); an error marked Permanent, a
@@ -48,9 +63,10 @@
 //     it on one database (DispatchUnique).
 //   - Errors wrap this package's sentinels (ErrInvalidEvent, ErrMalformed,
 //     ErrUnknownType, ErrPermanent, ErrPanic, ErrInvalidListener,
-//     ErrStarted, ErrInvalidSchedule) or those of pubsub and di: match them
-//     with errors.Is.
+//     ErrStarted, ErrInvalidSchedule, ErrDuplicateService,
+//     ErrOutsideListener) or those of pubsub and di: match them with
+//     errors.Is.
 //
-// The wire format, outcomes, middleware, lifecycle and scheduler in full:
-// docs/event.md.
+// The wire format, outcomes, subscriptions, the inbox, middleware,
+// lifecycle and scheduler in full: docs/event.md.
 package event

@@ -313,9 +313,10 @@ type Metadata struct {
 	Subject string
 	Time    time.Time // when the event was dispatched (zero if unknown)
 
-	Topic     string // the topic it was consumed from
-	MessageID string // the backend's id of the message
-	Attempt   int    // 1 on the first delivery; 0 if the backend does not count
+	Topic        string // the topic it was consumed from
+	Subscription string // the subscription of Topic it was consumed from
+	MessageID    string // the backend's id of the message
+	Attempt      int    // 1 on the first delivery; 0 if the backend does not count
 }
 
 type metaKey struct{}

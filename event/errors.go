@@ -35,6 +35,13 @@ var (
 	// ErrInvalidSchedule is returned for a schedule that makes no sense (a
 	// cron expression that does not parse, a non-positive interval).
 	ErrInvalidSchedule = errors.New("event: invalid schedule")
+	// ErrDuplicateService is returned by Start for a second Service on the
+	// same topic and subscription of one injector. It also wraps
+	// di.ErrAlreadyRegistered.
+	ErrDuplicateService = errors.New("event: a service already consumes this topic and subscription")
+	// ErrOutsideListener is returned by Claim when its ctx is not the one
+	// a Service passed to a running listener.
+	ErrOutsideListener = errors.New("event: Claim outside a listener")
 )
 
 // Permanent marks err as permanent: when a listener returns it (or an error

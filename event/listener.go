@@ -38,8 +38,11 @@ type listener struct {
 	typ    EventType
 	goType reflect.Type
 	name   string // for errors: the listener's Go type
-	target any    // filled by di.Fill at start, if a non-nil pointer to a struct
-	handle func(ctx context.Context, data json.RawMessage) error
+	// inboxName identifies the listener in its inbox keys (see Claim): its
+	// name, with its rank among the listeners of its type of the same name.
+	inboxName string
+	target    any // filled by di.Fill at start, if a non-nil pointer to a struct
+	handle    func(ctx context.Context, data json.RawMessage) error
 }
 
 // Listen registers l for the events of type E on s. E is inferred from l's

@@ -43,6 +43,7 @@ func attrs(d Delivery) []any {
 		slog.String("event_type", string(d.Type)),
 		slog.Int("attempt", d.Attempt),
 		slog.String("topic", d.Topic),
+		slog.String("subscription", d.Subscription),
 		slog.String("message_id", d.MessageID),
 	}
 }

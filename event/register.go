@@ -30,7 +30,7 @@ func Register(ctx context.Context) error {
 // RegisterWithOptions is Register with the options of every injected
 // Dispatcher.
 func RegisterWithOptions(ctx context.Context, opts DispatcherOptions) error {
-	reg := &registry{services: map[string]*Service{}}
+	reg := &registry{services: map[serviceKey]*Service{}, names: map[string]*Service{}}
 	if err := di.RegisterSingleton(ctx, reg); err != nil {
 		return fmt.Errorf("event: Register: %w", err)
 	}
@@ -53,7 +53,7 @@ func RegisterWithOptions(ctx context.Context, opts DispatcherOptions) error {
 	err = di.Register(ctx, func(ctx context.Context, name string) (*Service, error) {
 		s := reg.get(name)
 		if s == nil {
-			return nil, fmt.Errorf("%w: no event.Service was started for topic %q", di.ErrNotFound, name)
+			return nil, fmt.Errorf("%w: no event.Service was started as %q", di.ErrNotFound, name)
 		}
 		if err := s.prepare(ctx); err != nil {
 			return nil, err
@@ -66,33 +66,57 @@ func RegisterWithOptions(ctx context.Context, opts DispatcherOptions) error {
 	return nil
 }
 
-// registry holds the Services started on one injector, by topic, for the
-// named factory of *Service to find.
+// registry holds the Services started on one injector, by topic and
+// subscription, for the named factory of *Service to find.
 type registry struct {
 	mu       sync.Mutex
-	services map[string]*Service
+	services map[serviceKey]*Service
+	names    map[string]*Service // by the name of their di service
 }
 
-func (r *registry) add(s *Service) error {
+type serviceKey struct{ topic, sub string }
+
+// diName is the name of s's service in the injector: its topic for the
+// default subscription (as before subscriptions existed), else topic and
+// subscription.
+func (s *Service) diName() string {
+	if s.subName == pubsub.DefaultSubscription {
+		return s.topicName
+	}
+	return s.topicName + " subscription " + s.subName
+}
+
+// add records s and returns the name of its di service.
+func (r *registry) add(s *Service) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if other, ok := r.services[s.topicName]; ok && other != s {
-		return fmt.Errorf("%w: a service for topic %q (one service per topic and injector; raise its Workers instead)", di.ErrAlreadyRegistered, s.topicName)
+	key, name := serviceKey{s.topicName, s.subName}, s.diName()
+	if other, ok := r.services[key]; ok && other != s {
+		return "", fmt.Errorf("%w: topic %q, subscription %q: one service per topic and subscription in an injector; raise its Workers, or give the other its own ServiceOptions.Subscription (%w)",
+			ErrDuplicateService, s.topicName, s.subName, di.ErrAlreadyRegistered)
 	}
-	r.services[s.topicName] = s
-	return nil
+	if other, ok := r.names[name]; ok && other != s {
+		// Only a topic named like "t subscription s" can get here.
+		return "", fmt.Errorf("event: start the %s: its name in the injector, %q, is taken by the %s (%w)", s.desc, name, other.desc, di.ErrAlreadyRegistered)
+	}
+	r.services[key] = s
+	r.names[name] = s
+	return name, nil
 }
 
 func (r *registry) remove(s *Service) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.services[s.topicName] == s {
-		delete(r.services, s.topicName)
+	if key := (serviceKey{s.topicName, s.subName}); r.services[key] == s {
+		delete(r.services, key)
+	}
+	if name := s.diName(); r.names[name] == s {
+		delete(r.names, name)
 	}
 }
 
 func (r *registry) get(name string) *Service {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.services[name]
+	return r.names[name]
 }

@@ -31,6 +31,13 @@ const retryDequeueMax = 5 * time.Second
 
 // ServiceOptions configures a Service. The zero value means the defaults.
 type ServiceOptions struct {
+	// Subscription is the subscription of the topic the Service consumes
+	// (see pubsub.Subscriber). Services on different subscriptions of a
+	// topic each get every event published after their subscription was
+	// created; Services on the same one, in any process, share its events.
+	// "" means pubsub.DefaultSubscription, the one the topic's own Dequeue
+	// reads.
+	Subscription string
 	// Workers is how many events the Service handles at once, each in
 	// its own goroutine. 0 means DefaultWorkers.
 	Workers int
@@ -58,6 +65,12 @@ type ServiceOptions struct {
 }
 
 func (o ServiceOptions) withDefaults() (ServiceOptions, error) {
+	if o.Subscription == "" {
+		o.Subscription = pubsub.DefaultSubscription
+	}
+	if err := pubsub.ValidateSubscriptionName(o.Subscription); err != nil {
+		return o, fmt.Errorf("event: ServiceOptions.Subscription: %w", err)
+	}
 	switch {
 	case o.Workers < 0:
 		return o, fmt.Errorf("event: ServiceOptions.Workers is %d, want 0 (default) or more", o.Workers)
@@ -89,13 +102,15 @@ const (
 	stateStopped
 )
 
-// Service consumes one topic: it dequeues each message, decodes the event,
-// calls every listener registered for its type, and settles the message.
-// Make one with NewService, add listeners with Listen and ListenFunc, and
-// run it with Run (or Start and Shutdown). See the package documentation
-// for the outcomes and the guarantees.
+// Service consumes one subscription of a topic: it dequeues each message,
+// decodes the event, calls every listener registered for its type, and
+// settles the message. Make one with NewService, add listeners with Listen
+// and ListenFunc, and run it with Run (or Start and Shutdown). See the
+// package documentation for the outcomes and the guarantees.
 type Service struct {
 	topicName string
+	subName   string
+	desc      string // "service of topic %q[, subscription %q]", for errors
 	opts      ServiceOptions
 	log       *slog.Logger
 
@@ -105,7 +120,7 @@ type Service struct {
 	errs      []error                  // registration mistakes, reported by Start
 
 	// Set when the Service starts.
-	topic   pubsub.Topic
+	topic   pubsub.Topic // the handle on the subscription, closed when the Service stops
 	handler Handler
 	stopDQ  context.CancelFunc // stops dequeuing
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
@@ -116,9 +131,12 @@ type Service struct {
 	err     error // why the Service stopped by itself, if it did
 }
 
-// NewService returns a Service for the topic named topic, resolved from
-// the injector when the Service starts (see Register). It fails for an
-// invalid topic name or a bad option, naming it.
+// NewService returns a Service for the topic named topic, on the
+// subscription ServiceOptions.Subscription, subscribed to on the backend
+// registered in the injector when the Service starts (see Register). It
+// fails for an invalid topic or subscription name (wrapping
+// pubsub.ErrInvalidTopic or pubsub.ErrInvalidSubscription) or a bad
+// option, naming it.
 func NewService(topic string, opts ServiceOptions) (*Service, error) {
 	if err := pubsub.ValidateTopicName(topic); err != nil {
 		return nil, fmt.Errorf("event: NewService: %w", err)
@@ -127,10 +145,16 @@ func NewService(topic string, opts ServiceOptions) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	desc := fmt.Sprintf("service of topic %q", topic)
+	if o.Subscription != pubsub.DefaultSubscription {
+		desc = fmt.Sprintf("service of topic %q, subscription %q", topic, o.Subscription)
+	}
 	return &Service{
 		topicName: topic,
+		subName:   o.Subscription,
+		desc:      desc,
 		opts:      o,
-		log:       o.Logger.With(slog.String("topic", topic)),
+		log:       o.Logger.With(slog.String("topic", topic), slog.String("subscription", o.Subscription)),
 		listeners: map[EventType][]listener{},
 		done:      make(chan struct{}),
 	}, nil
@@ -138,6 +162,10 @@ func NewService(topic string, opts ServiceOptions) (*Service, error) {
 
 // Topic returns the name of the topic s consumes.
 func (s *Service) Topic() string { return s.topicName }
+
+// Subscription returns the name of the subscription s consumes:
+// ServiceOptions.Subscription, or pubsub.DefaultSubscription.
+func (s *Service) Subscription() string { return s.subName }
 
 // addErr records a registration mistake, reported again by Start.
 func (s *Service) addErr(err error) error {
@@ -153,35 +181,53 @@ func (s *Service) addListener(l listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateNew {
-		return fmt.Errorf("%w: add listener %s to the service of topic %q", ErrStarted, l.name, s.topicName)
+		return fmt.Errorf("%w: add listener %s to the %s", ErrStarted, l.name, s.desc)
+	}
+	// The inbox key of a listener is its name, made unique among the
+	// listeners of its type by its rank, so that it is the same in every
+	// process running this code.
+	l.inboxName = l.name
+	n := 1
+	for _, o := range s.listeners[l.typ] {
+		if o.name == l.name {
+			n++
+		}
+	}
+	if n > 1 {
+		l.inboxName = fmt.Sprintf("%s#%d", l.name, n)
 	}
 	s.listeners[l.typ] = append(s.listeners[l.typ], l)
 	return nil
 }
 
-// Start resolves the Service's dependencies (its topic and the inject
-// fields of its listeners) from the injector in ctx, registers the Service
-// in it, so that di.Shutdown stops it before the topic and everything the
-// listeners use, and starts its workers. It returns once they run.
+// Start resolves the Service's dependencies (the backend and the inject
+// fields of its listeners) from the injector in ctx, subscribes to its
+// topic (pubsub.Subscribe: the subscription is created if it does not
+// exist), registers the Service in the injector, so that di.Shutdown stops
+// it before the backend and everything the listeners use, and starts its
+// workers. It returns once they run.
 //
 // The Service stops dequeuing when ctx ends or Shutdown is called, and then
 // drains (see Shutdown). ctx must carry an injector on which Register was
 // called. Start fails for listener mistakes (ErrInvalidListener), when the
-// Service has started before (ErrStarted), and when a dependency cannot be
-// resolved (di.ErrNotFound naming the field).
+// Service has started before (ErrStarted), when another Service of the
+// injector consumes the same topic and subscription (ErrDuplicateService),
+// when a dependency cannot be resolved (di.ErrNotFound naming the field),
+// and when the backend cannot subscribe (pubsub.ErrUnsupported for a named
+// subscription on a backend without subscriptions).
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
 	case s.state != stateNew:
 		s.mu.Unlock()
-		return fmt.Errorf("%w: service of topic %q", ErrStarted, s.topicName)
+		return fmt.Errorf("%w: %s", ErrStarted, s.desc)
 	case len(s.errs) > 0:
 		err := errors.Join(s.errs...)
 		s.mu.Unlock()
-		return fmt.Errorf("event: service of topic %q: %w", s.topicName, err)
+		return fmt.Errorf("event: %s: %w", s.desc, err)
 	case len(s.listeners) == 0:
 		s.mu.Unlock()
-		return fmt.Errorf("%w: the service of topic %q has no listener", ErrInvalidListener, s.topicName)
+		return fmt.Errorf("%w: the %s has no listener", ErrInvalidListener, s.desc)
 	}
 	s.state = stateStarting
 	s.mu.Unlock()
@@ -198,12 +244,15 @@ func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateStarting { // Shutdown came first
-		return fmt.Errorf("event: service of topic %q was shut down while it started", s.topicName)
+		s.closeTopic()
+		return fmt.Errorf("event: %s was shut down while it started", s.desc)
 	}
 	s.state = stateRunning
 	s.handler = func(ctx context.Context, d Delivery) error { return s.route(ctx, d) }
-	mws := append([]Middleware{Logging(s.log)}, s.opts.Middleware...)
-	mws = append(mws, Timeout(s.opts.HandlerTimeout), Recover(s.log))
+	// Logging and Recover log the delivery's topic and subscription
+	// themselves: they get the logger without s.log's attributes.
+	mws := append([]Middleware{Logging(s.opts.Logger)}, s.opts.Middleware...)
+	mws = append(mws, Timeout(s.opts.HandlerTimeout), Recover(s.opts.Logger))
 	s.handler = chain(s.handler, mws...)
 
 	dqctx, stopDQ := context.WithCancel(ctx)
@@ -222,32 +271,30 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) resolve(ctx context.Context) error {
 	reg, err := di.Resolve[*registry](ctx)
 	if errors.Is(err, di.ErrNotFound) || errors.Is(err, di.ErrNoInjector) {
-		return fmt.Errorf("event: start the service of topic %q: call event.Register(ctx) on the app's injector first: %w", s.topicName, err)
+		return fmt.Errorf("event: start the %s: call event.Register(ctx) on the app's injector first: %w", s.desc, err)
 	}
 	if err != nil {
-		return fmt.Errorf("event: start the service of topic %q: %w", s.topicName, err)
+		return fmt.Errorf("event: start the %s: %w", s.desc, err)
 	}
-	if err := reg.add(s); err != nil {
+	name, err := reg.add(s)
+	if err != nil {
 		return err
 	}
-	got, err := di.ResolveNamed[*Service](ctx, s.topicName)
+	got, err := di.ResolveNamed[*Service](ctx, name)
 	if err != nil {
 		reg.remove(s)
-		return fmt.Errorf("event: start the service of topic %q: %w", s.topicName, err)
+		return fmt.Errorf("event: start the %s: %w", s.desc, err)
 	}
 	if got != s {
-		return fmt.Errorf("event: start the service of topic %q: the injector holds another service for it", s.topicName)
+		return fmt.Errorf("event: start the %s: the injector holds another service for it", s.desc)
 	}
 	return nil
 }
 
-// prepare resolves the topic and fills the listeners through ctx, the
-// provider's context: the injector records that s depends on them.
+// prepare fills the listeners and subscribes through ctx, the provider's
+// context: the injector records that s depends on the backend and on what
+// the listeners use.
 func (s *Service) prepare(ctx context.Context) error {
-	topic, err := di.ResolveNamed[pubsub.Topic](ctx, s.topicName)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	var targets []listener
 	for _, ls := range s.listeners {
@@ -263,8 +310,30 @@ func (s *Service) prepare(ctx context.Context) error {
 			return fmt.Errorf("listener %s: %w", l.name, err)
 		}
 	}
+	ps, err := di.Resolve[pubsub.PubSub](ctx)
+	if errors.Is(err, di.ErrNotFound) {
+		return fmt.Errorf("%w: call channelpubsub.Register(ctx) or dbpubsub.Register(ctx) first: %w", pubsub.ErrNoBackend, err)
+	}
+	if err != nil {
+		return err
+	}
+	topic, err := pubsub.Subscribe(ctx, ps, s.topicName, s.subName)
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
 	s.topic = topic
 	return nil
+}
+
+// closeTopic closes the Service's handle on its subscription, if it has
+// one: the subscription and its messages stay in the backend.
+func (s *Service) closeTopic() {
+	if s.topic == nil {
+		return
+	}
+	if err := s.topic.Close(); err != nil && !errors.Is(err, pubsub.ErrClosed) {
+		s.log.Warn("event: cannot close the subscription's handle", slog.Any("error", err))
+	}
 }
 
 // Run starts the Service (see Start) and blocks until it has stopped: when
@@ -300,7 +369,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		s.stopH()
-		return fmt.Errorf("event: shut down the service of topic %q: %w", s.topicName, ctx.Err())
+		return fmt.Errorf("event: shut down the %s: %w", s.desc, ctx.Err())
 	}
 }
 
@@ -327,6 +396,7 @@ func (s *Service) drain(dqctx context.Context) {
 	}
 	t.Stop()
 	s.stopH()
+	s.closeTopic()
 	close(s.done)
 }
 
@@ -350,7 +420,7 @@ func (s *Service) work(dqctx context.Context) {
 				return
 			}
 			if errors.Is(err, pubsub.ErrClosed) {
-				s.fail(fmt.Errorf("event: service of topic %q: %w", s.topicName, err))
+				s.fail(fmt.Errorf("event: %s: %w", s.desc, err))
 				return
 			}
 			wait = min(max(2*wait, 10*time.Millisecond), retryDequeueMax)
@@ -371,7 +441,7 @@ func (s *Service) work(dqctx context.Context) {
 
 // process handles one message and settles it.
 func (s *Service) process(m pubsub.Message) {
-	md := Metadata{Topic: s.topicName, MessageID: m.ID(), Attempt: pubsub.Attempt(m)}
+	md := Metadata{Topic: s.topicName, Subscription: s.subName, MessageID: m.ID(), Attempt: pubsub.Attempt(m)}
 	env, err := Decode(m.Data())
 	if err != nil {
 		err = Permanent(fmt.Errorf("event: message %s on topic %q: %w", md.MessageID, s.topicName, err))
@@ -438,7 +508,7 @@ func (s *Service) call(ctx context.Context, d Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: middleware on %s %s: %v", ErrPanic, d.Type, d.ID, r)
-			s.log.Error("event: middleware panicked", append(attrs(d),
+			s.opts.Logger.Error("event: middleware panicked", append(attrs(d),
 				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))...)
 		}
 	}()
@@ -453,11 +523,28 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 		return Permanent(fmt.Errorf("%w: %q on topic %q (event %s)", ErrUnknownType, d.Type, s.topicName, d.ID))
 	}
 	for _, l := range ls {
-		if err := l.handle(ctx, d.Data); err != nil {
+		if err := s.callListener(ctx, l, d); err != nil {
 			return fmt.Errorf("event: listener %s of %s %s: %w", l.name, d.Type, d.ID, err)
 		}
 	}
 	return nil
+}
+
+// callListener runs l on d with a ctx in which it can Claim. When l fails
+// or panics, the claims it made outside a transaction are released, so
+// that the redelivery claims anew.
+func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err error) {
+	sc := &claimScope{topic: s.topic, service: s.desc, listener: l.inboxName, eventID: d.ID}
+	ok := false
+	defer func() {
+		if rerr := sc.end(s.hctx, !ok || err != nil); rerr != nil {
+			s.opts.Logger.Error("event: cannot release the inbox claim of a failed listener: its redelivery will skip its effects",
+				append(attrs(d), slog.String("listener", l.name), slog.Any("error", rerr))...)
+		}
+	}()
+	err = l.handle(context.WithValue(ctx, claimKey{}, sc), d.Data)
+	ok = true
+	return err
 }
 
 // settle acks m when err is nil, rejects it when err is permanent (unless

@@ -664,8 +664,8 @@ func TestStartTwice(t *testing.T) {
 	}
 	other, _ := newService(t, "orders", event.ServiceOptions{})
 	_ = event.ListenFunc(other, func(context.Context, OrderPlaced) error { return nil })
-	if err := other.Start(ctx); !errors.Is(err, di.ErrAlreadyRegistered) {
-		t.Errorf("a second service on the topic: %v, want di.ErrAlreadyRegistered", err)
+	if err := other.Start(ctx); !errors.Is(err, event.ErrDuplicateService) || !errors.Is(err, di.ErrAlreadyRegistered) {
+		t.Errorf("a second service on the topic: %v, want ErrDuplicateService and di.ErrAlreadyRegistered", err)
 	}
 }
 
