@@ -47,11 +47,19 @@
 // reached, Enqueue returns the error and Dequeue keeps trying, logging,
 // until its ctx ends. After Close every call returns pubsub.ErrClosed.
 //
+// Subscriptions (ps.Subscribe, pubsub.Subscribe) are rows of a table, seen
+// by every process at once: a publish writes one copy per subscription in
+// one statement, in the caller's transaction when there is one (all copies
+// or none), and each copy is a message of its own (its own ID) in its
+// subscription's queue. The inbox (pubsub.Claim) writes its claims in the
+// caller's transaction; they are pruned after Options.Retention.
+//
 // # Model
 //
 // A message for now waits in its topic's ready table until its first
 // claim moves it into the message table, where delayed, retried, finished
-// and dead messages live; the view conveyor_events_all shows them all.
+// and dead messages live; the view conveyor_events_all shows them all. A
+// subscription is a queue of its own there, named after its topic.
 // Each topic costs a table, an index and a few prepared statements per
 // connection: thousands of topics are better served by fewer. Consumers
 // wake on LISTEN/NOTIFY and poll every Options.PollInterval as the
