@@ -2,12 +2,16 @@ package event_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // UserSignedUp is an event. Its type name is part of the wire form; it
@@ -122,6 +126,78 @@ func ExampleListenFunc() {
 	<-done
 	// Output:
 	// signed up: bob@example.com
+}
+
+// Two Services on two subscriptions of one topic: each gets every event.
+func ExampleServiceOptions_subscription() {
+	ctx := di.NewContext(context.Background())
+	defer di.Shutdown(ctx)
+	_ = channelpubsub.Register(ctx) // or dbpubsub.Register(ctx)
+	_ = event.Register(ctx)
+
+	got := make(chan string, 2)
+	for _, sub := range []string{"welcome", "analytics"} {
+		svc, _ := event.NewService("users", event.ServiceOptions{Subscription: sub})
+		_ = event.ListenFunc(svc, func(ctx context.Context, e UserSignedUp) error {
+			meta, _ := event.Meta(ctx)
+			got <- fmt.Sprintf("%s: %s", meta.Subscription, e.Email)
+			return nil
+		})
+		if err := svc.Start(ctx); err != nil { // subscribes, before the events it must see
+			fmt.Println(err)
+			return
+		}
+	}
+
+	d, _ := di.ResolveNamed[event.Dispatcher](ctx, "users")
+	_ = d.Dispatch(ctx, UserSignedUp{Email: "ann@example.com"})
+	lines := []string{<-got, <-got}
+	slices.Sort(lines)
+	fmt.Println(lines)
+	// Output:
+	// [analytics: ann@example.com welcome: ann@example.com]
+}
+
+// A listener claims the event before its effect: when a sibling listener
+// fails and the event comes back, the effect is not made again.
+func ExampleClaim() {
+	ctx := di.NewContext(context.Background())
+	defer di.Shutdown(ctx)
+	_ = channelpubsub.RegisterWithOptions(ctx, channelpubsub.Options{
+		Retry: pubsub.RetryPolicy{MinBackoff: 10 * time.Millisecond},
+	})
+	_ = event.Register(ctx)
+
+	done := make(chan struct{})
+	svc, _ := event.NewService("users", event.ServiceOptions{Logger: slog.New(slog.DiscardHandler)})
+	_ = event.ListenFunc(svc, func(ctx context.Context, e UserSignedUp) error {
+		meta, _ := event.Meta(ctx)
+		first, err := event.Claim(ctx, nil) // on a database: its transaction, with the effect
+		switch {
+		case err != nil:
+			return err
+		case first:
+			fmt.Printf("attempt %d: credit %s\n", meta.Attempt, e.Email)
+		default:
+			fmt.Printf("attempt %d: credited before\n", meta.Attempt)
+		}
+		return nil
+	})
+	_ = event.ListenFunc(svc, func(ctx context.Context, e UserSignedUp) error {
+		if meta, _ := event.Meta(ctx); meta.Attempt == 1 {
+			return errors.New("the mail server is down") // the event comes back
+		}
+		close(done)
+		return nil
+	})
+	_ = svc.Start(ctx)
+
+	d, _ := di.ResolveNamed[event.Dispatcher](ctx, "users")
+	_ = d.Dispatch(ctx, UserSignedUp{Email: "ann@example.com"})
+	<-done
+	// Output:
+	// attempt 1: credit ann@example.com
+	// attempt 2: credited before
 }
 
 func ExampleParseCron() {
