@@ -21,6 +21,13 @@
 // Wrap(h) runs it all again through the thinnest wrapping Topic, so that a
 // backend's abilities are shown to survive middleware (pubsub.As).
 //
+// Subscriptions and the inbox have cases of their own (subscriptions.go):
+// fan-out, the default subscription's rules, per-subscription settling
+// and dead letters, deletion, names, claims. A publish in a transaction
+// that rolls back must leave no copy in any subscription: the suite cannot
+// make a transaction of the backend's store, so the backend's own tests
+// check that.
+//
 // The cases run in parallel, each on its own backend. Timing cases use short
 // leases and backoffs from Config; they assert lower bounds (a message must
 // not come back before its backoff) and wait generously for what must

@@ -34,17 +34,21 @@ type Abilities struct {
 	Unique      bool // Topic: pubsub.UniqueEnqueuer
 	DeadLetters bool // Topic: pubsub.DeadLetters
 	Stats       bool // Topic: pubsub.Stater
+	Inbox       bool // Topic: pubsub.Inbox
 	Attempts    bool // Message: pubsub.Attempter
 	ExtendLease bool // Message: pubsub.LeaseExtender
 	FailReasons bool // Message: pubsub.Failer
 	Reject      bool // Message: pubsub.Rejecter
+
+	Subscriptions bool // PubSub: pubsub.Subscriber
 }
 
-// AllMessageAbilities is every optional ability of a Topic and a Message,
-// for a backend that has them all; add Durable and Shared as they apply.
+// AllMessageAbilities is every optional ability of a PubSub, a Topic and a
+// Message, for a backend that has them all; add Durable and Shared as they
+// apply.
 func AllMessageAbilities() Abilities {
-	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true,
-		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true}
+	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, Inbox: true,
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true}
 }
 
 // Harness tells the suite how to make a backend.

@@ -22,10 +22,7 @@ func Run(t *testing.T, h Harness) {
 	if h.New == nil {
 		t.Fatal("pubsubtest: Harness.New is nil")
 	}
-	cases := []struct {
-		name string
-		run  func(*testing.T, Harness)
-	}{
+	cases := []testCase{
 		{"AbilitiesAsDeclared", testAbilities},
 		{"ForeignTransactionRefused", testForeignTx},
 		{"RoundTripExactBytes", testRoundTrip},
@@ -57,12 +54,18 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	for _, c := range cases {
+	for _, c := range append(cases, subscriptionCases...) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(t, h)
 		})
 	}
+}
+
+// testCase is one case of the suite.
+type testCase struct {
+	name string
+	run  func(*testing.T, Harness)
 }
 
 func testRoundTrip(t *testing.T, h Harness) {
@@ -546,6 +549,8 @@ func testUnique(t *testing.T, h Harness) {
 	}
 	add("tick-1", "first", true)
 	add("tick-1", "duplicate", false)
+	_, err := pubsub.EnqueueUnique(ctx, tp, "", []byte("no key"))
+	wantErr(t, "EnqueueUnique with an empty key", err, pubsub.ErrInvalidKey)
 	add("tick-2", "second", true)
 	m := dequeue(t, tp)
 	wantData(t, m, "first")
@@ -782,7 +787,8 @@ func testDurable(t *testing.T, h Harness) {
 // testAbilities checks that the backend offers exactly the optional
 // abilities its harness declares, so that none goes untested.
 func testAbilities(t *testing.T, h Harness) {
-	tp := open(t, newPubSub(t, h, Config{}), "abilities")
+	ps := newPubSub(t, h, Config{})
+	tp := open(t, ps, "abilities")
 	enqueue(t, tp, "m")
 	m := dequeue(t, tp)
 	defer ack(t, m)
@@ -797,6 +803,8 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.UniqueEnqueuer (Abilities.Unique)", a.Unique, has[pubsub.UniqueEnqueuer](tp)},
 		{"pubsub.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[pubsub.DeadLetters](tp)},
 		{"pubsub.Stater (Abilities.Stats)", a.Stats, has[pubsub.Stater](tp)},
+		{"pubsub.Inbox (Abilities.Inbox)", a.Inbox, has[pubsub.Inbox](tp)},
+		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
 		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
 		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
 		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},
@@ -804,9 +812,9 @@ func testAbilities(t *testing.T, h Harness) {
 	} {
 		switch {
 		case c.declared && !c.has:
-			t.Errorf("the harness declares %s, but the backend (%T) lacks it", c.what, tp)
+			t.Errorf("the harness declares %s, but the backend (%T, topic %T) lacks it", c.what, ps, tp)
 		case !c.declared && c.has:
-			t.Errorf("the backend (%T) has %s, but the harness does not declare it: it would go untested", tp, c.what)
+			t.Errorf("the backend (%T, topic %T) has %s, but the harness does not declare it: it would go untested", ps, tp, c.what)
 		}
 	}
 }

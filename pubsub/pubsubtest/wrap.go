@@ -9,12 +9,17 @@ import (
 )
 
 // Wrap returns h with every PubSub it makes wrapped in the thinnest
-// middleware there is: its topics and messages have the seed methods and
-// Unwrap, nothing else. Run with it, the suite checks that a wrapped
-// backend keeps every ability it declares (pubsub.As finds them through
-// Unwrap), as tracing or metrics middleware must:
+// middleware there is: the PubSub, its topics and messages have the seed
+// methods and Unwrap, nothing else. Run with it, the suite checks that a
+// wrapped backend keeps every ability it declares (pubsub.As finds them
+// through Unwrap: Subscriber on the PubSub, Inbox and the rest on topics),
+// as tracing or metrics middleware must:
 //
 //	pubsubtest.Run(t, pubsubtest.Wrap(h))
+//
+// The handles pubsub.Subscribe returns through a wrapped PubSub come from
+// the backend; the suite wraps them as the wrapper wraps its topics, as
+// middleware handing them on would.
 //
 // Register is h's own: the injection case checks the backend's wiring.
 func Wrap(h Harness) Harness {
@@ -46,6 +51,15 @@ func (p *wrappedPubSub) Close() error {
 		return c.Close()
 	}
 	return nil
+}
+
+// wrapSubscription wraps tp, a handle pubsub.Subscribe returned through ps,
+// as ps wraps its topics when it is a wrapped PubSub.
+func wrapSubscription(ps pubsub.PubSub, tp pubsub.Topic) pubsub.Topic {
+	if _, ok := ps.(*wrappedPubSub); ok {
+		return &wrappedTopic{inner: tp}
+	}
+	return tp
 }
 
 type wrappedTopic struct{ inner pubsub.Topic }
