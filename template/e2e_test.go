@@ -29,10 +29,15 @@ const (
 	waitHandled = 60 * time.Second
 )
 
+// The app's two event services consume these subscriptions of its topic;
+// each gets every event.
+var subscriptions = []string{"default", "analytics"}
+
 // TestEndToEnd runs the app's binary on each backend as a user would: it
-// posts orders over HTTP, waits until the stats show them all handled,
-// stops the app with SIGTERM and checks that it exits 0 having lost
-// nothing.
+// posts orders over HTTP, waits until the stats show them all handled by
+// both of its event services (fulfilment on the topic's default
+// subscription, analytics on its own), stops the app with SIGTERM and
+// checks that it exits 0 having lost nothing.
 func TestEndToEnd(t *testing.T) {
 	t.Run("Mem", func(t *testing.T) {
 		t.Parallel()
@@ -48,8 +53,11 @@ func TestEndToEnd(t *testing.T) {
 		p := startApp(t, "CONVEYOR_BACKEND=mem", "CONVEYOR_WORKERS=2")
 		p.postOrders(t)
 		p.stop(t)
-		if want := fmt.Sprintf("%s:%d", placedType, orders); !strings.Contains(p.stoppedLine(t), want) {
-			t.Errorf("the app stopped without handling every order: %s", p.stoppedLine(t))
+		for _, sub := range subscriptions {
+			want := regexp.MustCompile(fmt.Sprintf(`\b%s:map\[[^]]*%s:%d\b`, sub, regexp.QuoteMeta(placedType), orders))
+			if !want.MatchString(p.stoppedLine(t)) {
+				t.Errorf("the app stopped without handling every order on subscription %s: %s", sub, p.stoppedLine(t))
+			}
 		}
 	})
 	t.Run("DB", func(t *testing.T) {
@@ -60,9 +68,10 @@ func TestEndToEnd(t *testing.T) {
 		p.waitHandled(t)
 		p.stop(t)
 
-		// Nothing lost: every order is a finished row, and no row is in
-		// hand or dead. (A report ticked just before the stop may wait,
-		// pending, for the next start: that is not lost.)
+		// Nothing lost: every order is a finished row on each
+		// subscription, and no row is in hand or dead. (A report ticked
+		// just before the stop may wait, pending, for the next start: that
+		// is not lost.)
 		checkTable(t, db, orders)
 	})
 	t.Run("DBRestart", func(t *testing.T) {
@@ -75,11 +84,14 @@ func TestEndToEnd(t *testing.T) {
 		first.postOrders(t)
 		first.stop(t)
 		counts := rowCounts(t, db)
-		if n := counts[placedType+" processing"]; n > 0 {
-			t.Errorf("the first app left %d orders in hand after its stop: they wait for their lease to run out", n)
+		left := map[string]int{}
+		for _, sub := range subscriptions {
+			if n := counts[sub+" "+placedType+" processing"]; n > 0 {
+				t.Errorf("the first app left %d orders in hand on subscription %s after its stop: they wait for their lease to run out", n, sub)
+			}
+			left[sub] = orders - counts[sub+" "+placedType+" finished"]
 		}
-		left := orders - counts[placedType+" finished"]
-		t.Logf("%d orders were left for the second start", left)
+		t.Logf("orders left for the second start, by subscription: %v", left)
 
 		second := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
 		second.waitHandledCount(t, left)
@@ -88,25 +100,27 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// rowCounts counts the rows of the message table by event type and status,
-// as "type status".
+// rowCounts counts the rows of the message table by subscription, event
+// type and status, as "subscription type status". (A named subscription's
+// queue is its topic's name, U+001F and its own name.)
 func rowCounts(t *testing.T, db *bun.DB) map[string]int {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), `
-		SELECT convert_from(data, 'UTF8')::jsonb->>'type', status, count(*)
-		FROM conveyor_events_all GROUP BY 1, 2`)
+		SELECT coalesce(nullif(split_part(topic, chr(31), 2), ''), 'default'),
+			convert_from(data, 'UTF8')::jsonb->>'type', status, count(*)
+		FROM conveyor_events_all GROUP BY 1, 2, 3`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	counts := map[string]int{}
 	for rows.Next() {
-		var typ, status string
+		var sub, typ, status string
 		var n int
-		if err := rows.Scan(&typ, &status, &n); err != nil {
+		if err := rows.Scan(&sub, &typ, &status, &n); err != nil {
 			t.Fatal(err)
 		}
-		counts[typ+" "+status] = n
+		counts[sub+" "+typ+" "+status] = n
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -114,20 +128,26 @@ func rowCounts(t *testing.T, db *bun.DB) map[string]int {
 	return counts
 }
 
-// checkTable checks that the table holds n finished orders, and no row in
-// hand or dead: nothing was lost.
+// checkTable checks that the table holds n finished orders on each
+// subscription, and no row in hand or dead: nothing was lost.
 func checkTable(t *testing.T, db *bun.DB, n int) {
 	t.Helper()
 	counts := rowCounts(t, db)
+	ok := map[string]bool{}
+	for _, sub := range subscriptions {
+		for _, k := range []string{placedType + " finished", reportType + " finished", reportType + " pending"} {
+			ok[sub+" "+k] = true
+		}
+	}
 	for k, c := range counts {
-		switch k {
-		case placedType + " finished", reportType + " finished", reportType + " pending":
-		default:
+		if !ok[k] {
 			t.Errorf("%d rows %s", c, k)
 		}
 	}
-	if got := counts[placedType+" finished"]; got != n {
-		t.Errorf("%d orders finished in the table, want %d (rows by type and status: %v)", got, n, counts)
+	for _, sub := range subscriptions {
+		if got := counts[sub+" "+placedType+" finished"]; got != n {
+			t.Errorf("%d orders finished on subscription %s in the table, want %d (rows by subscription, type and status: %v)", got, sub, n, counts)
+		}
 	}
 }
 
@@ -235,12 +255,17 @@ func (p *process) postOrders(t *testing.T) {
 }
 
 // waitHandled waits until GET /stats shows every order handled, and at
-// least one periodic report.
-func (p *process) waitHandled(t *testing.T) { p.waitHandledCount(t, orders) }
+// least one periodic report, by both event services, and every order
+// counted by analytics.
+func (p *process) waitHandled(t *testing.T) {
+	p.waitHandledCount(t, map[string]int{"default": orders, "analytics": orders})
+}
 
-// waitHandledCount waits until GET /stats shows n orders handled, and at
-// least one periodic report.
-func (p *process) waitHandledCount(t *testing.T, n int) {
+// waitHandledCount waits until GET /stats shows, for each subscription,
+// the given number of orders handled and at least one periodic report, and
+// the analytics subscription's number of orders counted by analytics (each
+// once: its listener claims them in the inbox).
+func (p *process) waitHandledCount(t *testing.T, want map[string]int) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(waitHandled); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -252,8 +277,11 @@ func (p *process) waitHandledCount(t *testing.T, n int) {
 		resp.Body.Close()
 		last = string(b)
 		var s struct {
-			Handled map[string]int `json:"handled"`
-			Failed  map[string]int `json:"failed"`
+			Handled   map[string]map[string]int `json:"handled"`
+			Failed    map[string]map[string]int `json:"failed"`
+			Analytics struct {
+				Orders int `json:"orders"`
+			} `json:"analytics"`
 		}
 		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &s) != nil {
 			t.Fatalf("GET /stats: %s %s", resp.Status, b)
@@ -261,14 +289,21 @@ func (p *process) waitHandledCount(t *testing.T, n int) {
 		if len(s.Failed) > 0 {
 			t.Fatalf("events failed: %s", b)
 		}
-		if s.Handled[placedType] > n {
-			t.Fatalf("more orders handled than %d: %s", n, b)
+		done := true
+		for sub, n := range want {
+			if got := s.Handled[sub][placedType]; got > n {
+				t.Fatalf("more orders handled on subscription %s than %d: %s", sub, n, b)
+			}
+			done = done && s.Handled[sub][placedType] == n && s.Handled[sub][reportType] > 0
 		}
-		if s.Handled[placedType] == n && s.Handled[reportType] > 0 {
+		if s.Analytics.Orders > want["analytics"] {
+			t.Fatalf("analytics counted more orders than %d: %s", want["analytics"], b)
+		}
+		if done && s.Analytics.Orders == want["analytics"] {
 			return
 		}
 	}
-	t.Fatalf("after %v the stats do not show %d orders and a report handled: %s", waitHandled, n, last)
+	t.Fatalf("after %v the stats do not show the orders %v and a report handled on each subscription, and the analytics orders counted: %s", waitHandled, want, last)
 }
 
 // stop sends SIGTERM and checks that the app exits 0 and logged no error.

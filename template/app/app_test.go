@@ -73,21 +73,33 @@ func TestApp(t *testing.T) {
 		}
 	})
 	t.Run("Stats", func(t *testing.T) {
-		var handled map[string]any
+		// Both services get every event: fulfilment on the topic's default
+		// subscription, analytics on its own.
+		var body map[string]any
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			code, body := do(t, "GET", srv.URL+"/stats", "")
+			var code int
+			code, body = do(t, "GET", srv.URL+"/stats", "")
 			if code != http.StatusOK {
 				t.Fatalf("GET /stats: %d %v", code, body)
 			}
-			handled = body["handled"].(map[string]any)
-			if handled[string(orders.PlacedType)] == 3.0 && handled[string(orders.ReportDueType)] != nil {
-				if body["backend"] != "mem" || body["queue"].(map[string]any)["topic"] != "orders" {
-					t.Errorf("stats: %v", body)
-				}
-				return
+			handled := body["handled"].(map[string]any)
+			done := body["analytics"].(map[string]any)["orders"] == 3.0
+			for _, sub := range []string{"default", orders.AnalyticsSubscription} {
+				byType, _ := handled[sub].(map[string]any)
+				done = done && byType[string(orders.PlacedType)] == 3.0 && byType[string(orders.ReportDueType)] != nil
 			}
+			if !done {
+				continue
+			}
+			queue := body["queue"].(map[string]any)
+			subs, _ := queue["subscriptions"].(map[string]any)
+			if body["backend"] != "mem" || queue["topic"] != "orders" || subs["default"] == nil || subs[orders.AnalyticsSubscription] == nil ||
+				body["analytics"].(map[string]any)["units"] != 6.0 {
+				t.Errorf("stats: %v", body)
+			}
+			return
 		}
-		t.Fatalf("the stats never showed 3 orders and a report handled: %v", handled)
+		t.Fatalf("the stats never showed 3 orders and a report handled by both services, and 3 orders counted: %v", body)
 	})
 
 	srv.Close()
@@ -95,9 +107,9 @@ func TestApp(t *testing.T) {
 	if err := app.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	units, _ := app.stats.Counts()
-	if units[orders.PlacedType] != 3 {
-		t.Errorf("handled %v after shutdown", units)
+	handled, _ := app.stats.Counts()
+	if handled["default"][orders.PlacedType] != 3 || handled[orders.AnalyticsSubscription][orders.PlacedType] != 3 {
+		t.Errorf("handled %v after shutdown, want 3 orders on each subscription", handled)
 	}
 }
 

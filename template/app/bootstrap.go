@@ -25,13 +25,13 @@ type App struct {
 	log       *slog.Logger
 	stats     *Stats
 	handlers  Handlers
-	queue     pubsub.Topic
+	ps        pubsub.PubSub
 	scheduler *event.Scheduler
 }
 
 // bootstrap builds the injector, registers the configuration, the logger,
-// the backend, the topics and the events, starts the event service and the
-// scheduler, and fills the HTTP handlers. ctx bounds the start-up only
+// the backend, the topics and the events, starts the event services and
+// the scheduler, and fills the HTTP handlers. ctx bounds the start-up only
 // (database migrations): the app runs until Shutdown.
 func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) {
 	ictx := di.NewContext(context.WithoutCancel(ctx))
@@ -48,6 +48,7 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		di.RegisterSingleton(ictx, log),
 		di.RegisterSingleton(ictx, app.stats),
 		di.RegisterSingleton(ictx, orders.NewSales()),
+		di.RegisterSingleton(ictx, orders.NewTally()),
 	); err != nil {
 		return nil, err
 	}
@@ -71,24 +72,37 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		return nil, err
 	}
 
-	// The event service consumes the topic and calls the listeners, whose
-	// fields are injected when it starts. di.Shutdown stops it first.
-	svc, err := event.NewService(orders.Topic, event.ServiceOptions{
+	// The event services consume the topic and call the listeners, whose
+	// fields are injected when they start. di.Shutdown stops them first.
+	// Fulfilment reads the topic's default subscription; analytics has a
+	// subscription of its own, so it gets every event too, and retries
+	// its copies apart: a failing analytics listener never holds back an
+	// order's fulfilment. Each starts (and subscribes) before the events
+	// it must see are dispatched.
+	opts := event.ServiceOptions{
 		Workers:      cfg.Workers,
 		DrainTimeout: cfg.DrainTimeout,
 		Logger:       log,
 		Middleware:   []event.Middleware{event.Observe(app.stats.Observe)},
-	})
+	}
+	fulfilment, err := event.NewService(orders.Topic, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Subscription = orders.AnalyticsSubscription
+	analytics, err := event.NewService(orders.Topic, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := errors.Join(
-		event.Listen(svc, &orders.Fulfil{}),
-		event.Listen(svc, &orders.Report{}),
+		event.Listen(fulfilment, &orders.Fulfil{}),
+		event.Listen(fulfilment, &orders.Report{}),
+		event.Listen(analytics, &orders.CountOrder{}),
+		event.Listen(analytics, &orders.Snapshot{}),
 	); err != nil {
 		return nil, err
 	}
-	if err := svc.Start(ictx); err != nil {
+	if err := errors.Join(fulfilment.Start(ictx), analytics.Start(ictx)); err != nil {
 		return nil, err
 	}
 
@@ -96,7 +110,7 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	if err := di.Fill(ictx, &app.handlers); err != nil {
 		return nil, err
 	}
-	if app.queue, err = di.ResolveNamed[pubsub.Topic](ictx, orders.Topic); err != nil {
+	if app.ps, err = di.Resolve[pubsub.PubSub](ictx); err != nil {
 		return nil, err
 	}
 
@@ -141,7 +155,7 @@ func registerDatabase(ctx, ictx context.Context, dsn string, log *slog.Logger) e
 
 // Shutdown stops the app without losing work: no more periodic events; on
 // the in-memory backend, the events still queued are handled first (they
-// exist nowhere else); then the event service finishes the events in hand
+// exist nowhere else); then the event services finish the events in hand
 // and the backend and the database are closed, in dependency order. Each
 // step waits at most cfg.DrainTimeout. Stop the HTTP server before, so that
 // no order arrives meanwhile.
@@ -155,7 +169,7 @@ func (a *App) Shutdown() error {
 	if a.cfg.Backend == BackendMem {
 		a.drainMemory(ctx)
 	}
-	// The event service's own drain takes up to cfg.DrainTimeout; give
+	// The event services' own drain takes up to cfg.DrainTimeout; give
 	// di.Shutdown a little more so that it can close everything after it.
 	ctx, cancel = context.WithTimeout(a.ctx, a.cfg.DrainTimeout+5*time.Second)
 	defer cancel()
@@ -167,26 +181,54 @@ func (a *App) Shutdown() error {
 	return errors.Join(errs...)
 }
 
-// drainMemory waits until the in-memory queue is empty, or ctx ends.
+// drainMemory waits until every subscription of the in-memory topic is
+// empty, or ctx ends.
 func (a *App) drainMemory(ctx context.Context) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		s, err := pubsub.TopicStats(ctx, a.queue)
+		subs, err := subscriptionStats(ctx, a.ps, orders.Topic)
 		if err != nil {
-			a.log.Warn("cannot see the queue; events still queued in memory may be lost", "error", err)
+			a.log.Warn("cannot see the queues; events still queued in memory may be lost", "error", err)
 			return
 		}
-		left := s.Ready + s.Scheduled + s.Processing
-		if left == 0 {
+		left := map[string]int64{}
+		for sub, s := range subs {
+			if n := s.Ready + s.Scheduled + s.Processing; n > 0 {
+				left[sub] = n
+			}
+		}
+		if len(left) == 0 {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			a.log.Warn("drain timeout: events still queued in memory are lost",
-				"ready", s.Ready, "scheduled", s.Scheduled, "processing", s.Processing)
+			a.log.Warn("drain timeout: events still queued in memory are lost", "left", left)
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// subscriptionStats returns the stats of every subscription of topic, by
+// name.
+func subscriptionStats(ctx context.Context, ps pubsub.PubSub, topic string) (map[string]pubsub.Stats, error) {
+	subs, err := pubsub.ListSubscriptions(ctx, ps, topic)
+	if err != nil {
+		return nil, err
+	}
+	stats := make(map[string]pubsub.Stats, len(subs))
+	for _, sub := range subs {
+		h, err := pubsub.Subscribe(ctx, ps, topic, sub)
+		if err != nil {
+			return nil, err
+		}
+		s, err := pubsub.TopicStats(ctx, h)
+		h.Close() // the handle only: the subscription stays
+		if err != nil {
+			return nil, fmt.Errorf("subscription %q: %w", sub, err)
+		}
+		stats[sub] = s
+	}
+	return stats, nil
 }

@@ -1,6 +1,8 @@
 // Command app is a small shop built on conveyor: POST /orders dispatches an
 // event that listeners handle in the background, a sales report is
-// dispatched periodically, and GET /stats shows what was handled.
+// dispatched periodically, and GET /stats shows what was handled. Two event
+// services consume the topic, each on its own subscription, so each gets
+// every event: fulfilment, and analytics counting the orders.
 //
 // Run it with `go run .`; configure it with environment variables (see
 // Config): CONVEYOR_BACKEND=db with DATABASE_URL keeps the events in

@@ -69,47 +69,62 @@ func (h *OrdersHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"order_id": placed.OrderID})
 }
 
-// StatsHandler serves GET /stats: the events handled and failed by type,
-// and the queue's depth.
+// StatsHandler serves GET /stats: the events handled and failed by
+// subscription and type, what analytics counted, and the depth of each
+// subscription's queue.
 type StatsHandler struct {
-	Queue  pubsub.Topic `inject:"orders"`
-	Stats  *Stats       `inject:""`
-	Config Config       `inject:""`
+	PubSub pubsub.PubSub `inject:""`
+	Stats  *Stats        `inject:""`
+	Tally  *orders.Tally `inject:""`
+	Config Config        `inject:""`
 }
 
 // statsResponse is the body of GET /stats.
 type statsResponse struct {
-	Backend Backend                   `json:"backend"`
-	Handled map[event.EventType]int64 `json:"handled"`
-	Failed  map[event.EventType]int64 `json:"failed"`
-	Queue   queueStats                `json:"queue"`
+	Backend   Backend        `json:"backend"`
+	Handled   Counts         `json:"handled"` // by subscription, then event type
+	Failed    Counts         `json:"failed"`
+	Analytics analyticsStats `json:"analytics"`
+	Queue     queueStats     `json:"queue"`
+}
+
+type analyticsStats struct {
+	Orders int `json:"orders"` // orders counted, each once
+	Units  int `json:"units"`
 }
 
 type queueStats struct {
-	Topic      string `json:"topic"`
-	Ready      int64  `json:"ready"`      // waiting, due now
-	Scheduled  int64  `json:"scheduled"`  // waiting for later (delayed, or retrying after a failure)
-	Processing int64  `json:"processing"` // being handled
-	Dead       int64  `json:"dead"`       // failed for good, kept for inspection
+	Topic         string                     `json:"topic"`
+	Subscriptions map[string]subscriptionRow `json:"subscriptions"` // by name
+}
+
+type subscriptionRow struct {
+	Ready      int64 `json:"ready"`      // waiting, due now
+	Scheduled  int64 `json:"scheduled"`  // waiting for later (delayed, or retrying after a failure)
+	Processing int64 `json:"processing"` // being handled
+	Dead       int64 `json:"dead"`       // failed for good, kept for inspection
 }
 
 func (h *StatsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	qs, err := pubsub.TopicStats(ctx, h.Queue)
+	subs, err := subscriptionStats(ctx, h.PubSub, orders.Topic)
 	if err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 		writeError(w, http.StatusServiceUnavailable, "queue stats: "+err.Error())
 		return
 	}
+	q := queueStats{Topic: orders.Topic, Subscriptions: map[string]subscriptionRow{}}
+	for sub, s := range subs {
+		q.Subscriptions[sub] = subscriptionRow{Ready: s.Ready, Scheduled: s.Scheduled, Processing: s.Processing, Dead: s.Dead}
+	}
 	handled, failed := h.Stats.Counts()
+	n, units := h.Tally.Totals()
 	writeJSON(w, http.StatusOK, statsResponse{
-		Backend: h.Config.Backend,
-		Handled: handled,
-		Failed:  failed,
-		Queue: queueStats{
-			Topic: orders.Topic, Ready: qs.Ready, Scheduled: qs.Scheduled,
-			Processing: qs.Processing, Dead: qs.Dead,
-		},
+		Backend:   h.Config.Backend,
+		Handled:   handled,
+		Failed:    failed,
+		Analytics: analyticsStats{Orders: n, Units: units},
+		Queue:     q,
 	})
 }
 

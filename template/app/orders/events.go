@@ -10,6 +10,11 @@ import (
 // dispatcher with the tag `inject:"orders"`.
 const Topic = "orders"
 
+// AnalyticsSubscription is the topic's subscription that the analytics
+// service consumes (CountOrder, Snapshot): it gets every event of the
+// topic too, apart from the fulfilment service on the default one.
+const AnalyticsSubscription = "analytics"
+
 // Event types: the names events have on the wire. Choose them once and
 // keep them, whatever the Go types are called.
 const (
@@ -18,7 +23,7 @@ const (
 )
 
 // Placed says that a customer placed an order. POST /orders dispatches it;
-// Fulfil handles it.
+// Fulfil handles it, and CountOrder on the analytics subscription.
 type Placed struct {
 	OrderID string `json:"order_id"`
 	Item    string `json:"item"`
@@ -29,7 +34,8 @@ type Placed struct {
 func (Placed) Type() event.EventType { return PlacedType }
 
 // ReportDue is the periodic event: the scheduler dispatches one every
-// CONVEYOR_REPORT_EVERY; Report handles it.
+// CONVEYOR_REPORT_EVERY; Report handles it, and Snapshot on the analytics
+// subscription.
 type ReportDue struct {
 	At time.Time `json:"at"`
 }
