@@ -111,6 +111,7 @@ func (f *fetcher) idle(stop <-chan struct{}, buffered int) {
 func (f *fetcher) round(stop <-chan struct{}, n int) {
 	st, ps := f.st, f.st.ps
 	ready := st.readyChan()
+	gen := st.dropped.Load()
 	rows, err := st.claim(n)
 	if err != nil {
 		if !ps.closing() {
@@ -126,6 +127,9 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 		if _, buffered, waiting := st.wanted(0); buffered == 0 && waiting > 0 {
 			f.prefetch = min(2*f.prefetch, ps.opts.ClaimBatch)
 		}
+	}
+	if st.dropped.Load() != gen {
+		rows = nil // the subscription was deleted meanwhile, with these rows
 	}
 	st.deliver(rows)
 	if len(rows) == n {

@@ -33,6 +33,7 @@ type topicState struct {
 	meta     atomic.Pointer[topicMeta] // once looked up
 	rt       atomic.Pointer[route]     // on a default subscription's state: where the topic's publishes go (subscription.go)
 	declared atomic.Bool               // the subscription is known to exist (subscription.go)
+	dropped  atomic.Int64              // counts the deletions of the subscription: a claim across one drops its rows
 
 	mu       sync.Mutex
 	buf      []*delivery // claimed, not handed out, oldest first

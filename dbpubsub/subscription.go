@@ -233,8 +233,8 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	if err != nil {
 		return fail(err)
 	}
-	// The ready table's lock waits for the publishes writing into it, so
-	// none of their copies stays behind.
+	// The ready table's lock waits for the publishes writing into it and
+	// the claims moving its rows, so none of their rows stays behind.
 	if _, err := tx.ExecContext(ctx, "LOCK TABLE ONLY "+m.ready+" IN EXCLUSIVE MODE"); err != nil {
 		return fail(err)
 	}
@@ -248,8 +248,21 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 		return fail(err)
 	}
 	st.declared.Store(false)
+	st.dropBuffered()
 	ps.state(topic, pubsub.DefaultSubscription).rt.Store(nil)
 	return nil
+}
+
+// dropBuffered forgets the rows st's fetcher claimed and did not hand out,
+// once its subscription is deleted: their rows are gone. (Another
+// process's buffer hands its rows out, and their settles fail with
+// pubsub.ErrLeaseExpired.)
+func (st *topicState) dropBuffered() {
+	st.dropped.Add(1)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	clear(st.buf)
+	st.buf = st.buf[:0]
 }
 
 // checkNames checks a topic and a subscription name given to the PubSub.
