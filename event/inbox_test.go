@@ -203,6 +203,7 @@ func TestInboxPerSubscription(t *testing.T) {
 		}
 		dispatchN(t, ctx, 1)
 		for _, sub := range []string{"billing", "analytics"} {
+			eventually(t, "the effect on "+sub, func() bool { return effects.count(t, sub) > 0 })
 			waitSettled(t, ctx, "orders", sub)
 			if got := effects.count(t, sub); got != 1 {
 				t.Errorf("the listener on %s made its effect %d times, want once", sub, got)

@@ -108,15 +108,16 @@ func TestSubscriptionsFanOut(t *testing.T) {
 		})
 		time.Sleep(100 * time.Millisecond) // a duplicate would show now
 		d.check(t, n, subs...)
-		for _, sub := range subs[1:] {
+		for _, sub := range []string{pubsub.DefaultSubscription, "billing", "analytics"} {
 			waitSettled(t, ctx, "orders", sub)
 		}
-		waitSettled(t, ctx, "orders", pubsub.DefaultSubscription)
 	})
 }
 
 // waitSettled waits until the subscription keeps no message: all were
-// acked, none is dead.
+// acked, none is dead. Call it once the messages are known to have been
+// handed to a listener: in memory, one being dequeued is counted nowhere
+// for an instant.
 func waitSettled(t *testing.T, ctx context.Context, topic, sub string) {
 	t.Helper()
 	ps := di.MustResolve[pubsub.PubSub](ctx)
