@@ -166,6 +166,20 @@ func eachBackend(t *testing.T, f func(t *testing.T, b backend)) {
 	}
 }
 
+// eachDurableBackend runs f as a subtest per backend shared by processes:
+// the in-process ones are left out, since no other process sees their
+// memory.
+func eachDurableBackend(t *testing.T, f func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		if b.durable {
+			t.Run(b.name, func(t *testing.T) {
+				t.Parallel()
+				f(t, b)
+			})
+		}
+	}
+}
+
 // newApp returns a context carrying an injector with b registered and
 // event.Register called; it is shut down in t.Cleanup.
 func newApp(t testing.TB, b backend, o backendOptions) context.Context {

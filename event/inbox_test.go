@@ -247,29 +247,27 @@ func TestClaimOutsideListener(t *testing.T) {
 // TestClaimInForeignTx claims in a transaction that the database backend
 // cannot write in: refused, not recorded elsewhere without a word.
 func TestClaimInForeignTx(t *testing.T) {
-	b := backends[1]
-	if !b.durable {
-		t.Fatalf("backends[1] is %s, want the database backend", b.name)
-	}
-	ctx := newApp(t, b, backendOptions{})
-	errs := make(chan error, 1)
-	svc, _ := newService(t, "orders", event.ServiceOptions{})
-	_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error {
-		_, err := event.Claim(ctx, struct{ fakeTx string }{"a transaction of another store"})
+	eachDurableBackend(t, func(t *testing.T, b backend) {
+		ctx := newApp(t, b, backendOptions{})
+		errs := make(chan error, 1)
+		svc, _ := newService(t, "orders", event.ServiceOptions{})
+		_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error {
+			_, err := event.Claim(ctx, struct{ fakeTx string }{"a transaction of another store"})
+			select {
+			case errs <- err:
+			default:
+			}
+			return event.Permanent(fmt.Errorf("claimed: %w", err))
+		})
+		start(t, ctx, svc)
+		dispatchN(t, ctx, 1)
 		select {
-		case errs <- err:
-		default:
+		case err := <-errs:
+			if !errors.Is(err, pubsub.ErrUnsupported) {
+				t.Errorf("Claim in a foreign transaction on %s: %v, want pubsub.ErrUnsupported", b.name, err)
+			}
+		case <-time.After(patience):
+			t.Fatal("not handled")
 		}
-		return event.Permanent(fmt.Errorf("claimed: %w", err))
 	})
-	start(t, ctx, svc)
-	dispatchN(t, ctx, 1)
-	select {
-	case err := <-errs:
-		if !errors.Is(err, pubsub.ErrUnsupported) {
-			t.Errorf("Claim in a foreign transaction on %s: %v, want pubsub.ErrUnsupported", b.name, err)
-		}
-	case <-time.After(patience):
-		t.Fatal("not handled")
-	}
 }

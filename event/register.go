@@ -30,7 +30,7 @@ func Register(ctx context.Context) error {
 // RegisterWithOptions is Register with the options of every injected
 // Dispatcher.
 func RegisterWithOptions(ctx context.Context, opts DispatcherOptions) error {
-	reg := &registry{services: map[serviceKey]*Service{}, names: map[string]*Service{}}
+	reg := &registry{services: map[string]*Service{}}
 	if err := di.RegisterSingleton(ctx, reg); err != nil {
 		return fmt.Errorf("event: Register: %w", err)
 	}
@@ -66,15 +66,12 @@ func RegisterWithOptions(ctx context.Context, opts DispatcherOptions) error {
 	return nil
 }
 
-// registry holds the Services started on one injector, by topic and
-// subscription, for the named factory of *Service to find.
+// registry holds the Services started on one injector, by the name of
+// their service there (diName), for the named factory of *Service to find.
 type registry struct {
 	mu       sync.Mutex
-	services map[serviceKey]*Service
-	names    map[string]*Service // by the name of their di service
+	services map[string]*Service
 }
-
-type serviceKey struct{ topic, sub string }
 
 // diName is the name of s's service in the injector: its topic for the
 // default subscription (as before subscriptions existed), else topic and
@@ -86,37 +83,33 @@ func (s *Service) diName() string {
 	return s.topicName + " subscription " + s.subName
 }
 
-// add records s and returns the name of its di service.
+// add records s and returns the name of its service in the injector.
 func (r *registry) add(s *Service) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key, name := serviceKey{s.topicName, s.subName}, s.diName()
-	if other, ok := r.services[key]; ok && other != s {
+	name := s.diName()
+	if other, ok := r.services[name]; ok && other != s {
+		if other.topicName != s.topicName || other.subName != s.subName {
+			// Only a topic named like "t subscription s" gets here.
+			return "", fmt.Errorf("event: start the %s: its name in the injector, %q, is taken by the %s (%w)", s.desc, name, other.desc, di.ErrAlreadyRegistered)
+		}
 		return "", fmt.Errorf("%w: topic %q, subscription %q: one service per topic and subscription in an injector; raise its Workers, or give the other its own ServiceOptions.Subscription (%w)",
 			ErrDuplicateService, s.topicName, s.subName, di.ErrAlreadyRegistered)
 	}
-	if other, ok := r.names[name]; ok && other != s {
-		// Only a topic named like "t subscription s" can get here.
-		return "", fmt.Errorf("event: start the %s: its name in the injector, %q, is taken by the %s (%w)", s.desc, name, other.desc, di.ErrAlreadyRegistered)
-	}
-	r.services[key] = s
-	r.names[name] = s
+	r.services[name] = s
 	return name, nil
 }
 
 func (r *registry) remove(s *Service) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if key := (serviceKey{s.topicName, s.subName}); r.services[key] == s {
-		delete(r.services, key)
-	}
-	if name := s.diName(); r.names[name] == s {
-		delete(r.names, name)
+	if name := s.diName(); r.services[name] == s {
+		delete(r.services, name)
 	}
 }
 
 func (r *registry) get(name string) *Service {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.names[name]
+	return r.services[name]
 }

@@ -141,10 +141,7 @@ func waitSettled(t *testing.T, ctx context.Context, topic, sub string) {
 // first: the two share the events of their subscription, each handled
 // once, and the other subscription gets them all.
 func TestSubscriptionSharedByProcesses(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		if !b.durable {
-			t.Skip("an in-process backend is not shared by processes")
-		}
+	eachDurableBackend(t, func(t *testing.T, b backend) {
 		ctx, join := newAppJoin(t, b, backendOptions{})
 		other := join(t)
 		var d deliveries
@@ -195,6 +192,18 @@ func TestDuplicateService(t *testing.T) {
 			}
 		}
 		start(t, ctx, newSvc("analytics"))
+
+		// A topic whose name spells another's subscription is another
+		// topic: refused for its name in the injector, not as a duplicate.
+		odd, _ := newService(t, "orders subscription billing", event.ServiceOptions{})
+		_ = event.ListenFunc(odd, func(context.Context, OrderPlaced) error { return nil })
+		err := odd.Start(ctx)
+		if err == nil {
+			_ = odd.Shutdown(ctx)
+		}
+		if errors.Is(err, event.ErrDuplicateService) || !errors.Is(err, di.ErrAlreadyRegistered) {
+			t.Errorf("a service on topic %q: %v; want di.ErrAlreadyRegistered, not ErrDuplicateService", "orders subscription billing", err)
+		}
 	})
 }
 
