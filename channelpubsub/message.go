@@ -205,7 +205,7 @@ func (m *message) check(op string) error {
 		err = pubsub.ErrLeaseExpired
 	}
 	if err != nil {
-		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, q.topic, q.inSub(err))
+		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, q.topic, q.sub, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package channelpubsub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,23 +315,6 @@ func (q *queue) drop() {
 	q.isGone.Store(true)
 	close(q.gone)
 	q.stopTimers()
-}
-
-// inSub names q's subscription in err, unless it is the default.
-func (q *queue) inSub(err error) error {
-	if q.sub == pubsub.DefaultSubscription {
-		return err
-	}
-	return fmt.Errorf("subscription %q: %w", q.sub, err)
-}
-
-// label names a topic's subscription in errors: the topic, and the
-// subscription unless it is the default.
-func label(topic, sub string) string {
-	if sub == pubsub.DefaultSubscription {
-		return fmt.Sprintf("topic %q", topic)
-	}
-	return fmt.Sprintf("topic %q subscription %q", topic, sub)
 }
 
 // addInflight links e, just leased. Called with e.mu held.

@@ -53,7 +53,7 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 	if err := pubsub.ValidateTopicName(topic); err != nil {
 		return nil, fmt.Errorf("channelpubsub: %w", err)
 	}
-	if err := ps.usable(ctx, label(topic, pubsub.DefaultSubscription)); err != nil {
+	if err := ps.usable(ctx, backend.Label(topic, pubsub.DefaultSubscription)); err != nil {
 		return nil, err
 	}
 	ts := ps.findTopic(topic)
@@ -91,7 +91,7 @@ func (ps *PubSub) checkSubscription(ctx context.Context, topic, sub string) erro
 	if err := pubsub.ValidateSubscriptionName(sub); err != nil {
 		return fmt.Errorf("channelpubsub: %w (of topic %q)", err, topic)
 	}
-	return ps.usable(ctx, label(topic, sub))
+	return ps.usable(ctx, backend.Label(topic, sub))
 }
 
 // usable fails when ctx ended or ps is closed; what names the subject.
@@ -212,7 +212,7 @@ func (ts *topicState) refuseTx(ctx context.Context) error {
 
 // newHandle returns a handle on subscription sub of ts, whose queue is q.
 func newHandle(ts *topicState, sub string, q *queue) *topic {
-	t := &topic{ts: ts, sub: sub, label: label(ts.name, sub), h: backend.NewHandle()}
+	t := &topic{ts: ts, sub: sub, label: backend.Label(ts.name, sub), h: backend.NewHandle()}
 	t.q.Store(q)
 	return t
 }

@@ -211,7 +211,7 @@ func (m *message) ackAsync() (bool, error) {
 }
 
 func (m *message) errorf(op string, err error) error {
-	return backend.MessageError("dbpubsub", op, m.ID(), m.d.attempt, m.st.name, err)
+	return backend.MessageError("dbpubsub", op, m.ID(), m.d.attempt, m.st.topic, m.st.sub, err)
 }
 
 // settleReq asks for one delivered row to change.

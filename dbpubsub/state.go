@@ -102,14 +102,8 @@ func queueName(topic, sub string) string {
 
 const queueSep = "\x1f"
 
-// label names the queue in errors: the topic, and the subscription unless
-// it is the default one.
-func (st *topicState) label() string {
-	if st.sub == pubsub.DefaultSubscription {
-		return fmt.Sprintf("topic %q", st.topic)
-	}
-	return fmt.Sprintf("topic %q subscription %q", st.topic, st.sub)
-}
+// label names the queue in errors (backend.Label).
+func (st *topicState) label() string { return backend.Label(st.topic, st.sub) }
 
 // wakeLocal wakes this PubSub's consumers of topic name, if it has any.
 func (ps *PubSub) wakeLocal(name string) {

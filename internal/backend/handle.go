@@ -43,9 +43,19 @@ func ClosedError(pkg, topic string) error {
 	return fmt.Errorf("%s: topic %q: %w", pkg, topic, pubsub.ErrClosed)
 }
 
-// MessageError is the error of the settle call op on one delivery.
-func MessageError(pkg, op, id string, attempt int, topic string, err error) error {
-	return fmt.Errorf("%s: %s message %s (attempt %d) on topic %q: %w", pkg, op, id, attempt, topic, err)
+// MessageError is the error of the settle call op on one delivery of
+// subscription sub of topic.
+func MessageError(pkg, op, id string, attempt int, topic, sub string, err error) error {
+	return fmt.Errorf("%s: %s message %s (attempt %d) on %s: %w", pkg, op, id, attempt, Label(topic, sub), err)
+}
+
+// Label names subscription sub of topic in errors: the topic, and the
+// subscription unless it is the default one.
+func Label(topic, sub string) string {
+	if sub == pubsub.DefaultSubscription {
+		return fmt.Sprintf("topic %q", topic)
+	}
+	return fmt.Sprintf("topic %q subscription %q", topic, sub)
 }
 
 // InvalidTopic is the handle for a name that pubsub.ValidateTopicName
