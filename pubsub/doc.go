@@ -29,26 +29,20 @@
 //
 // # Subscriptions
 //
-// A topic can have any number of named subscriptions (Subscriber). Each
-// receives its own copy of every message published to the topic after it
-// was created, and is, for its copies, a work queue as above: competing
-// consumers, leases, retries, dead letters and stats are per subscription.
-// Handles on one subscription name, in any process, share it.
-//
-// Topic(name) keeps the rules above: its enqueues publish and its Dequeue
-// reads the default subscription (DefaultSubscription). A message goes to
-// every subscription the topic has when it is published; a topic with none
-// keeps it for its default subscription, so a plain queue loses nothing.
-// Consuming from the default subscription, or Subscribe with its name,
-// makes it one of the topic's subscriptions; until then a topic consumed
-// only through named ones keeps no copies for it. Creating a subscription
-// is idempotent, and durable on a durable backend; DeleteSubscription
-// removes it and its copies. Nothing is deleted otherwise. On a backend
-// with transactions a publish in one (WithTx) writes every copy or none.
-// Copies are distinct messages: each has an ID of its own.
-//
-// An Inbox remembers the keys a subscription's consumers claimed, so a
-// consumer can make a redelivered message's effects once (Claim).
+// A topic can have named subscriptions (Subscriber). Each gets its own copy
+// of every message published after it was created, and is, for its copies,
+// a work queue as above (leases, retries, dead letters, stats), shared by
+// every handle on its name in any process. Topic(name) publishes, and its
+// Dequeue reads the default subscription (DefaultSubscription). A message
+// goes to every subscription the topic has when published, or, when it has
+// none, to the default one: a plain queue loses nothing. Consuming the
+// default subscription or subscribing to its name makes it one of the
+// topic's; until then a topic read only through named ones keeps nothing
+// for it. Creating is idempotent (durable on a durable backend); only
+// DeleteSubscription removes one, with its copies. A publish in a
+// transaction (WithTx) writes every copy or none. Each copy has its own
+// ID. An Inbox remembers the keys a subscription's consumers claimed
+// (Claim), so that a redelivery makes its effects once.
 //
 // The package pubsubtest checks all of this; every backend runs it.
 // Swapping backends changes durability and sharing across processes, and
