@@ -85,11 +85,8 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 // checkSubscription checks a topic and a subscription name given to the
 // PubSub, and that the PubSub can serve them.
 func (ps *PubSub) checkSubscription(ctx context.Context, topic, sub string) error {
-	if err := pubsub.ValidateTopicName(topic); err != nil {
+	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
 		return fmt.Errorf("channelpubsub: %w", err)
-	}
-	if err := pubsub.ValidateSubscriptionName(sub); err != nil {
-		return fmt.Errorf("channelpubsub: %w (of topic %q)", err, topic)
 	}
 	return ps.usable(ctx, backend.Label(topic, sub))
 }

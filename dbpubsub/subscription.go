@@ -267,11 +267,8 @@ func (st *topicState) dropBuffered() {
 
 // checkNames checks a topic and a subscription name given to the PubSub.
 func (ps *PubSub) checkNames(topic, sub string) error {
-	if err := pubsub.ValidateTopicName(topic); err != nil {
+	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
 		return fmt.Errorf("dbpubsub: %w", err)
-	}
-	if err := pubsub.ValidateSubscriptionName(sub); err != nil {
-		return fmt.Errorf("dbpubsub: %w (of topic %q)", err, topic)
 	}
 	if ps.closing() {
 		return fmt.Errorf("dbpubsub: subscription %q of topic %q: %w", sub, topic, pubsub.ErrClosed)

@@ -44,7 +44,7 @@ func ValidateSubscriptionName(name string) error {
 // ErrUnsupported. A bad topic name wraps ErrInvalidTopic, a bad
 // subscription name ErrInvalidSubscription.
 func Subscribe(ctx context.Context, ps PubSub, topic, sub string) (Topic, error) {
-	if err := checkSubscription(topic, sub); err != nil {
+	if err := ValidateSubscription(topic, sub); err != nil {
 		return nil, err
 	}
 	if s, ok := As[Subscriber](ps); ok {
@@ -73,7 +73,7 @@ func ListSubscriptions(ctx context.Context, ps PubSub, topic string) ([]string, 
 // pending copies (see Subscriber). Without a Subscriber it returns
 // ErrUnsupported.
 func DeleteSubscription(ctx context.Context, ps PubSub, topic, sub string) error {
-	if err := checkSubscription(topic, sub); err != nil {
+	if err := ValidateSubscription(topic, sub); err != nil {
 		return err
 	}
 	s, ok := As[Subscriber](ps)
@@ -83,7 +83,10 @@ func DeleteSubscription(ctx context.Context, ps PubSub, topic, sub string) error
 	return s.DeleteSubscription(ctx, topic, sub)
 }
 
-func checkSubscription(topic, sub string) error {
+// ValidateSubscription checks a topic name (ValidateTopicName) and the
+// name of one of its subscriptions (ValidateSubscriptionName, the error
+// naming the topic too).
+func ValidateSubscription(topic, sub string) error {
 	if err := ValidateTopicName(topic); err != nil {
 		return err
 	}
