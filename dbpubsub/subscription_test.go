@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -176,4 +177,35 @@ func TestSubscriptionErrors(t *testing.T) {
 	if !errors.Is(err, pubsub.ErrNoSubscription) || !strings.Contains(fmt.Sprint(err), `"never"`) {
 		t.Errorf("DeleteSubscription of one never created: %v, want ErrNoSubscription naming it", err)
 	}
+}
+
+// A schema without migration 0005 (its tables dropped here) makes every
+// publish, Dequeue and Subscribe say so: this version routes every publish
+// through the subscriptions.
+func TestLacksSubscriptionsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	for _, q := range []string{"DROP TABLE conveyor_events_fanout", "DROP TABLE conveyor_events_subscriptions"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := newPubSub(t, db, dbpubsub.Options{})
+	tp := ps.Topic("old")
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "0005") {
+			t.Errorf("%s without migration 0005: %v, want ErrNotMigrated naming 0005", what, err)
+		}
+	}
+	check("Enqueue", tp.Enqueue(ctx, []byte("x")))
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := tp.Dequeue(dctx)
+	check("Dequeue", err)
+	_, err = ps.Subscribe(ctx, "old", "new")
+	check("Subscribe", err)
+	_, err = ps.Subscriptions(ctx, "old")
+	check("Subscriptions", err)
 }
