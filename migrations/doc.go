@@ -28,7 +28,10 @@
 // live the ready tables (one per topic, children of <table>_ready, made on
 // a topic's first use by the function ReadyTableFunc names, with the grants
 // of <table>_ready, so an app role without CREATE can use new topics), the
-// registry <table>_topics, and the view <table>_all over every message.
+// registry <table>_topics, the view <table>_all over every message, and
+// the subscriptions' tables <table>_subscriptions, <table>_fanout and
+// <table>_inbox (an app role that does not own the tables needs SELECT,
+// INSERT, UPDATE and DELETE on them, as on <table> and <table>_ready).
 // Each nextval of the id sequence reserves a block of 1024 ids: ids are
 // unique and increase in the order statements take them, but are not
 // dense.
