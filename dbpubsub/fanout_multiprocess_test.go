@@ -1,12 +1,10 @@
 package dbpubsub_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,20 +67,7 @@ func fanOutProcesses(t *testing.T, kill bool) {
 		}
 	}
 
-	type child struct {
-		cmd *exec.Cmd
-		out bytes.Buffer
-	}
-	start := func() *child {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFanOutMultiProcess$", "-test.count=1", "-test.v")}
-		c.cmd.Env = append(os.Environ(), fanoutChildEnv+"="+dsn)
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.cmd.Process.Kill() })
-		return c
-	}
+	start := func() *child { return startChild(t, "TestFanOutMultiProcess", fanoutChildEnv+"="+dsn) }
 	children := []*child{start(), start(), start()}
 
 	// Kill the first once the work is well under way, and start another.
@@ -111,16 +96,7 @@ func fanOutProcesses(t *testing.T, kill bool) {
 	}
 
 	for i, c := range children {
-		done := make(chan error, 1)
-		go func() { done <- c.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("consumer %d: %v; its output:\n%s", i+1, err, c.out.String())
-			}
-		case <-time.After(3 * time.Minute):
-			t.Fatalf("consumer %d did not finish in 3 minutes; its output:\n%s", i+1, c.out.String())
-		}
+		waitChild(t, c, fmt.Sprintf("consumer %d", i+1), 3*time.Minute)
 	}
 
 	for _, s := range fanSubs {

@@ -1,12 +1,10 @@
 package dbpubsub_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,23 +62,13 @@ func TestMultiProcess(t *testing.T) {
 		}
 	}
 
-	type child struct {
-		cmd *exec.Cmd
-		out bytes.Buffer
-	}
 	children := make([]*child, 3)
 	for i := range children {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestMultiProcess$", "-test.count=1", "-test.v")}
-		c.cmd.Env = append(os.Environ(), childEnv+"="+dsn)
+		env := []string{childEnv + "=" + dsn}
 		if i == 0 {
-			c.cmd.Env = append(c.cmd.Env, victimEnv+"=1")
+			env = append(env, victimEnv+"=1")
 		}
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children[i] = c
-		t.Cleanup(func() { _ = c.cmd.Process.Kill() })
+		children[i] = startChild(t, "TestMultiProcess", env...)
 	}
 
 	// Kill the first process once it is well into the work, holding a
@@ -111,16 +99,7 @@ func TestMultiProcess(t *testing.T) {
 	t.Logf("killed consumer %d; %d messages leased at that moment", victim, inFlight)
 
 	for i, c := range children[1:] {
-		done := make(chan error, 1)
-		go func() { done <- c.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("consumer %d: %v; its output:\n%s", i+2, err, c.out.String())
-			}
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("consumer %d did not finish in 2 minutes; its output:\n%s", i+2, c.out.String())
-		}
+		waitChild(t, c, fmt.Sprintf("consumer %d", i+2), 2*time.Minute)
 	}
 
 	var finished, redelivered, acks, acksOfVictim, heldRedelivered int
