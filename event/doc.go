@@ -51,8 +51,8 @@
 //   - A message is acked only after every listener of its type succeeded. A
 //     listener's error retries it with the backend's backoff until it is
 //     dead (kept, listable, re-queueable); an error marked Permanent, a
-//     malformed message, or an unknown type makes it dead at once with the
-//     reason kept. A panic is recovered and retried. Nothing loops
+//     malformed message, or an unknown type (unless
+//     ServiceOptions.SkipUnknown) makes it dead at once with the reason kept. A panic is recovered and retried. Nothing loops
 //     and nothing is silently acked.
 //   - Dispatch passes ctx to the backend unchanged: with dbpubsub.WithTx the
 //     event exists exactly when the caller's transaction commits; a backend

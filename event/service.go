@@ -55,6 +55,11 @@ type ServiceOptions struct {
 	// (both of conveyor's have it). 0 means off: a listener must then
 	// finish within the backend's lease (pubsub.DefaultLease).
 	LeaseExtension time.Duration
+	// SkipUnknown acks, with a debug log, the events of types the Service
+	// has no listener for, instead of making them dead: for a Service on a
+	// subscription of its own that wants some of its topic's event types
+	// only. Malformed messages are dead all the same.
+	SkipUnknown bool
 	// Middleware wraps the handling of every event, the first outermost,
 	// inside the Service's logging and outside its timeout and panic
 	// recovery.
@@ -519,6 +524,10 @@ func (s *Service) call(ctx context.Context, d Delivery) (err error) {
 // turn, stopping at the first error.
 func (s *Service) route(ctx context.Context, d Delivery) error {
 	ls := s.listeners[d.Type]
+	if len(ls) == 0 && s.opts.SkipUnknown {
+		s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+		return nil
+	}
 	if len(ls) == 0 {
 		return Permanent(fmt.Errorf("%w: %q on topic %q (event %s)", ErrUnknownType, d.Type, s.topicName, d.ID))
 	}

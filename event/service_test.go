@@ -247,6 +247,53 @@ func TestUnknownAndMalformedAreDead(t *testing.T) {
 	})
 }
 
+// With SkipUnknown, an event of a type without a listener is acked, not
+// dead; a malformed message is dead all the same.
+func TestSkipUnknown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := newApp(t, b, fastRetry(5))
+		handled := make(chan OrderPlaced, 1)
+		svc, _ := newService(t, "orders", event.ServiceOptions{SkipUnknown: true})
+		_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error {
+			handled <- e
+			return nil
+		})
+		start(t, ctx, svc)
+		tp := topicOf(t, ctx, "orders")
+		for _, data := range []string{string(rawEnvelope(t, "com.example.unknown", `{}`)), "hello"} {
+			if err := tp.Enqueue(ctx, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dispatcher(t, ctx, "orders").Dispatch(ctx, OrderPlaced{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-handled:
+		case <-time.After(patience):
+			t.Fatal("a good event after an unknown one was not handled")
+		}
+		dead := waitDead(t, ctx, "orders", 1)
+		if len(dead) != 1 || string(dead[0].Data) != "hello" {
+			t.Fatalf("dead %+v, want only the malformed message", dead)
+		}
+		deadline := time.Now().Add(patience)
+		for {
+			st, err := pubsub.TopicStats(ctx, tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ready+st.Processing+st.Scheduled == 0 && st.Dead == 1 {
+				break // the unknown type was acked
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stats %+v, want the unknown type acked and one dead", st)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
 func TestPanicIsRecovered(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := newApp(t, b, fastRetry(5))

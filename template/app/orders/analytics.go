@@ -56,8 +56,9 @@ func (c *CountOrder) Handle(ctx context.Context, e Placed) error {
 }
 
 // Snapshot handles ReportDue events on the analytics subscription: it logs
-// the tally. (A subscription gets every event type of its topic, so its
-// service has a listener for each.)
+// the tally. (A subscription gets every event type of its topic; a Service
+// without a listener for one makes its events dead unless
+// ServiceOptions.SkipUnknown.)
 type Snapshot struct {
 	Tally *Tally       `inject:""`
 	Log   *slog.Logger `inject:""`
