@@ -209,3 +209,49 @@ func TestLacksSubscriptionsMigration(t *testing.T) {
 	_, err = ps.Subscriptions(ctx, "old")
 	check("Subscriptions", err)
 }
+
+// Inbox claims older than the retention are pruned with the finished
+// rows; younger ones stay. A claim in a rolled-back transaction leaves
+// nothing.
+func TestInboxPrunedAndTransactional(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := newStore(t)
+	ps := newPubSub(t, db, dbpubsub.Options{Retention: time.Hour})
+	tp := subscribe(t, ps, "inbox", "s")
+	claim := func(ctx context.Context, key string) bool {
+		t.Helper()
+		first, _, err := pubsub.Claim(ctx, tp, key)
+		if err != nil {
+			t.Fatalf("Claim(%q): %v", key, err)
+		}
+		return first
+	}
+	errRollback := errors.New("roll back")
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if !claim(dbpubsub.WithTx(ctx, tx), "rolled back") {
+			t.Error("first claim in a transaction: not first")
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+	if !claim(ctx, "rolled back") {
+		t.Error("a claim rolled back is still there")
+	}
+	claim(ctx, "old")
+	claim(ctx, "young")
+	if _, err := db.ExecContext(ctx, `UPDATE conveyor_events_inbox SET claimed_at = now() - interval '2 hours' WHERE key = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !claim(ctx, "old") {
+		t.Error("a claim past the retention was not pruned")
+	}
+	if claim(ctx, "young") {
+		t.Error("a claim within the retention was pruned")
+	}
+}
