@@ -164,9 +164,10 @@ func TestReadyTableFunc(t *testing.T) {
 	}
 }
 
-// An app whose role may only read and write the tables (the migrations
-// ran as another) can use a new topic: its ready table is made with the
-// migrations' rights and gets the grants of the shared ready table.
+// An app whose role may only read and write the tables and call the
+// ready-table function (the migrations ran as another) can use a new
+// topic: its ready table is made with the migrations' rights and gets the
+// grants of the shared ready table.
 func TestReadyTableFuncForRestrictedRole(t *testing.T) {
 	ctx := context.Background()
 	db := migratedJobs(t)
@@ -186,6 +187,7 @@ func TestReadyTableFuncForRestrictedRole(t *testing.T) {
 		`GRANT USAGE ON SCHEMA ` + pgtestSchema(t, db) + ` TO ` + role,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_ready TO ` + role,
 		`GRANT USAGE ON SEQUENCE jobs_id_seq TO ` + role,
+		`GRANT EXECUTE ON FUNCTION jobs_ready_table(text) TO ` + role, // since 0006
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
