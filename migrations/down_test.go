@@ -260,3 +260,48 @@ func TestIDBlocksDown(t *testing.T) {
 		t.Fatalf("increment %d after 0004 down and up again, want 1024", got)
 	}
 }
+
+// Every migration has a down migration, and running them all, newest
+// first, leaves only the migrations' own tables; running the up
+// migrations again gives the schema Migrate gave.
+func TestEveryMigrationDownAndUp(t *testing.T) {
+	db := migratedJobs(t)
+	entries, err := files.ReadDir("sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ups []string
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+		if base, ok := strings.CutSuffix(e.Name(), ".up.sql"); ok {
+			ups = append(ups, base)
+		}
+	}
+	for _, base := range ups {
+		if !names[base+".down.sql"] {
+			t.Fatalf("migration %s has no down migration", base)
+		}
+	}
+	const objects = `SELECT count(*) FROM pg_class
+		WHERE relnamespace = current_schema()::regnamespace AND relname NOT LIKE 'jobs\_migration%'`
+	wantObjects := count(t, db, objects)
+	wantDef, wantACL := functionState(t, db)
+
+	for i := len(ups) - 1; i >= 0; i-- {
+		runFile(t, db, ups[i]+".down.sql")
+	}
+	if n := count(t, db, objects) + count(t, db, `SELECT count(*) FROM pg_proc
+		WHERE pronamespace = current_schema()::regnamespace`); n != 0 {
+		t.Fatalf("%d tables, indexes, views, sequences or functions left after every down migration", n)
+	}
+	for _, base := range ups {
+		runFile(t, db, base+".up.sql")
+	}
+	if n := count(t, db, objects); n != wantObjects {
+		t.Errorf("%d tables, indexes, views and sequences after down and up again, want %d", n, wantObjects)
+	}
+	if def, acl := functionState(t, db); def != wantDef || acl != wantACL {
+		t.Errorf("the ready-table function after down and up again is\n%s\n%s\nwant\n%s\n%s", def, acl, wantDef, wantACL)
+	}
+}
