@@ -30,8 +30,21 @@
 // of <table>_ready, so an app role without CREATE can use new topics), the
 // registry <table>_topics, the view <table>_all over every message, and
 // the subscriptions' tables <table>_subscriptions, <table>_fanout and
-// <table>_inbox (an app role that does not own the tables needs SELECT,
-// INSERT, UPDATE and DELETE on them, as on <table> and <table>_ready).
+// <table>_inbox.
+//
+// An app role that does not own the tables needs USAGE on their schema,
+// SELECT, INSERT, UPDATE and DELETE on <table>, <table>_ready and the
+// three subscriptions' tables, USAGE on <table>_id_seq, and EXECUTE on the
+// ready-table function, which runs with the rights of the role that ran
+// the migrations and which PUBLIC may not call:
+//
+//	GRANT EXECUTE ON FUNCTION conveyor_events_ready_table(text) TO app;
+//
+// Migration 0006 granted EXECUTE to the roles that held privileges on
+// <table> or <table>_ready then; a role given them later needs the grant
+// above. The function's search_path is its own schema, then pg_temp, so
+// nothing a caller creates changes what it does.
+//
 // Each nextval of the id sequence reserves a block of 1024 ids: ids are
 // unique and increase in the order statements take them, but are not
 // dense.

@@ -80,7 +80,10 @@ func ReadyTable(table string) string { return table + "_ready" }
 
 // ReadyTableFunc is the name of the SQL function that returns the
 // schema-qualified, quoted name of a topic's own ready table, a child of
-// ReadyTable(table), creating it on first use (migration 0003).
+// ReadyTable(table), creating it on first use (migration 0003). It runs
+// with the rights of the role that ran the migrations; since migration
+// 0006 only the roles granted EXECUTE on it may call it (see the package
+// documentation).
 func ReadyTableFunc(table string) string { return table + "_ready_table" }
 
 // SubscriptionsTable is the name of the table of the named subscriptions
