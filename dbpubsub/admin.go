@@ -35,6 +35,8 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 	if err := t.check(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := t.st.ps.stmtCtx(ctx)
+	defer cancel()
 	ps := t.st.ps
 	var rows []eventRow
 	q := ps.db.NewSelect().Model(&rows).ModelTableExpr("? AS e", ps.table()).
@@ -67,6 +69,8 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	if err := t.check(); err != nil {
 		return err
 	}
+	ctx, cancel := t.st.ps.stmtCtx(ctx)
+	defer cancel()
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return fmt.Errorf("dbpubsub: requeue %q on %s: not a message ID: %w", id, t.st.label(), pubsub.ErrNotFound)
@@ -87,6 +91,8 @@ func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
 	if err := t.check(); err != nil {
 		return 0, err
 	}
+	ctx, cancel := t.st.ps.stmtCtx(ctx)
+	defer cancel()
 	n, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q })
 	if err != nil {
 		return 0, fmt.Errorf("dbpubsub: requeue dead messages of %s: %w", t.st.label(), err)
@@ -136,6 +142,8 @@ func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
 	if err := t.check(); err != nil {
 		return 0, err
 	}
+	ctx, cancel := t.st.ps.stmtCtx(ctx)
+	defer cancel()
 	ps := t.st.ps
 	res, err := ps.db.NewDelete().TableExpr("?", ps.table()).
 		Where("topic = ?", t.st.name).Where("status = ?", statusDead).Exec(ctx)
@@ -157,6 +165,8 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	if err := t.check(); err != nil {
 		return pubsub.Stats{}, err
 	}
+	ctx, cancel := t.st.ps.stmtCtx(ctx)
+	defer cancel()
 	ps := t.st.ps
 	if err := ps.Flush(ctx); err != nil {
 		return pubsub.Stats{}, err

@@ -45,7 +45,9 @@
 // for a message that was committed. A schema that is not migrated is an
 // error wrapping migrations.ErrNotMigrated. While the database cannot be
 // reached, Enqueue returns the error and Dequeue keeps trying, logging,
-// until its ctx ends. After Close every call returns pubsub.ErrClosed.
+// until its ctx ends. Every statement, its own or a caller's, has a
+// deadline (Options.StatementTimeout): connections that stop answering
+// fail it and are replaced, and consumption goes on. After Close every call returns pubsub.ErrClosed.
 //
 // Subscriptions (ps.Subscribe, pubsub.Subscribe) are rows of a table, seen
 // by every process at once: a publish writes one copy per subscription in

@@ -292,7 +292,9 @@ type execer interface {
 // was committed. The enqueues that share statements keep the same contract.
 func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	if db, ok := ex.(*sql.DB); ok {
-		conn, err := db.Conn(ctx)
+		cctx, cancel := ps.stmtCtx(ctx)
+		conn, err := db.Conn(cctx)
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -417,7 +419,9 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 // then hands its place to the next queued call.
 func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	ps := t.pub.ps
-	conn, err := ps.sqldb.Conn(ctx)
+	cctx, cancel := ps.stmtCtx(ctx)
+	conn, err := ps.sqldb.Conn(cctx)
+	cancel()
 	if err == nil && ctx.Err() != nil {
 		conn.Close()
 		err = ctx.Err()

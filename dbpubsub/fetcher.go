@@ -72,7 +72,9 @@ func (st *topicState) fetch(stop <-chan struct{}) {
 func (f *fetcher) listen(stop <-chan struct{}) bool {
 	ps := f.st.ps
 	for {
-		ch, err := f.st.channel(ps.ctx)
+		ctx, cancel := ps.stmtCtx(ps.ctx)
+		ch, err := f.st.channel(ctx)
+		cancel()
 		if err == nil {
 			if ps.listener != nil {
 				active := ps.listener.subscribe(ch, f.st)
@@ -220,12 +222,13 @@ func (f *claimFloor) claimed(full bool, top int64, now time.Time) {
 }
 
 // claim takes up to n ready rows, oldest first.
-// claim takes up to n ready rows, oldest first.
 func (st *topicState) claim(n int) ([]*delivery, error) {
 	ps := st.ps
 	now := time.Now()
+	ctx, cancel := ps.stmtCtx(ps.ctx)
+	defer cancel()
 	// The fetcher claims only once lookup succeeded.
-	rows, err := ps.sqldb.QueryContext(ps.ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floor.at(now))
+	rows, err := ps.sqldb.QueryContext(ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floor.at(now))
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
@@ -258,7 +261,9 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 func (st *topicState) nextRunAt() (time.Time, bool, error) {
 	ps := st.ps
 	var next sql.NullTime
-	if err := ps.sqldb.QueryRowContext(ps.ctx, ps.stmts.nextRunAt, st.name).Scan(&next); err != nil {
+	ctx, cancel := ps.stmtCtx(ps.ctx)
+	defer cancel()
+	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.nextRunAt, st.name).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("dbpubsub: next due message on %s: %w", st.label(), err)
 	}
 	return next.Time, next.Valid, nil
@@ -273,7 +278,9 @@ func (st *topicState) handOut(ctx context.Context, d *delivery) *message {
 		if err := ps.begin(); err != nil {
 			return nil
 		}
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.extend, d.id, d.token, ps.opts.Lease.Microseconds())
+		sctx, cancel := ps.stmtCtx(ctx)
+		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, d.id, d.token, ps.opts.Lease.Microseconds())
+		cancel()
 		ps.end()
 		if err != nil {
 			// Give it back rather than leave it leased to nobody.
@@ -308,7 +315,9 @@ func (st *topicState) renewBuffered() {
 	start := time.Now()
 	renewed := make(map[int64]bool, len(ids))
 	err := func() error {
-		rows, err := ps.sqldb.QueryContext(ps.ctx, ps.stmts.renew, ids, tokens, ps.opts.Lease.Microseconds())
+		ctx, cancel := ps.stmtCtx(ps.ctx)
+		defer cancel()
+		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.renew, ids, tokens, ps.opts.Lease.Microseconds())
 		if err != nil {
 			return err
 		}

@@ -127,6 +127,11 @@ func (l *listener) waitForSubscriptions(ctx context.Context) bool {
 	}
 }
 
+// listenCheck is how long the listening connection may stay silent before
+// the listener pings it (with Options.StatementTimeout) to tell a quiet
+// connection from one that stopped answering.
+const listenCheck = 15 * time.Second
+
 // session connects and serves until the connection fails or ctx ends. An
 // error wrapping errLost means it had connected.
 func (l *listener) session(ctx context.Context, bo *backoff) error {
@@ -144,14 +149,16 @@ func (l *listener) session(ctx context.Context, bo *backoff) error {
 		}
 		l.cfg = cfg
 	}
-	conn, err := pgx.ConnectConfig(ctx, l.cfg)
+	cctx, cancel := l.ps.stmtCtx(ctx)
+	conn, err := pgx.ConnectConfig(cctx, l.cfg)
+	cancel()
 	if err != nil {
 		return err
 	}
 	l.pid.Store(conn.PgConn().PID())
 	err = l.serve(ctx, conn, bo)
 	l.pid.Store(0)
-	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	cctx, cancel = context.WithTimeout(context.Background(), time.Second)
 	_ = conn.Close(cctx)
 	cancel()
 	return fmt.Errorf("%w: %w", errLost, err)
@@ -167,7 +174,9 @@ func (l *listener) config(ctx context.Context) (*pgx.ConnConfig, error) {
 		}
 		return cfg, nil
 	}
-	conn, err := l.ps.sqldb.Conn(ctx)
+	cctx, cancel := l.ps.stmtCtx(ctx)
+	conn, err := l.ps.sqldb.Conn(cctx)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +207,25 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, bo *backoff) error
 			bo.reset()
 		}
 		wctx := l.interruptible(ctx)
-		n, err := conn.WaitForNotification(wctx)
+		tctx, tcancel := context.WithTimeout(wctx, listenCheck)
+		n, err := conn.WaitForNotification(tctx)
+		quiet := tctx.Err() != nil && wctx.Err() == nil // listenCheck passed without a notification
+		tcancel()
 		interrupted := l.endInterruptible(wctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if quiet && !conn.IsClosed() {
+				// A connection that stopped answering (a lost NAT or proxy
+				// state, a hung server) would wait here forever: ask it.
+				pctx, cancel := l.ps.stmtCtx(ctx)
+				err := conn.Ping(pctx)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("the connection stopped answering: %w", err)
+				}
+				continue
 			}
 			if interrupted && !conn.IsClosed() {
 				continue // a new channel to LISTEN to
@@ -232,7 +255,10 @@ func (l *listener) listenNew(ctx context.Context, conn *pgx.Conn, listened map[s
 	}
 	l.mu.Unlock()
 	for _, ch := range todo {
-		if _, err := conn.Exec(ctx, "LISTEN "+quoteIdent(ch)); err != nil {
+		sctx, cancel := l.ps.stmtCtx(ctx)
+		_, err := conn.Exec(sctx, "LISTEN "+quoteIdent(ch))
+		cancel()
+		if err != nil {
 			return fmt.Errorf("LISTEN: %w", err)
 		}
 		listened[ch] = true

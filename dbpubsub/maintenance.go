@@ -50,8 +50,10 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 	}
 	var topics []string
 	for {
-		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.rescue, rescueBatch, ps.opts.Retry.MaxAttempts, channelPrefix, q)
+		sctx, cancel := ps.stmtCtx(ctx)
+		rows, err := ps.sqldb.QueryContext(sctx, ps.stmts.rescue, rescueBatch, ps.opts.Retry.MaxAttempts, channelPrefix, q)
 		if err != nil {
+			cancel()
 			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 		}
 		handled := 0
@@ -61,6 +63,7 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 			var pending bool
 			if err := rows.Scan(&name, &n, &pending); err != nil {
 				rows.Close()
+				cancel()
 				return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 			}
 			handled += n
@@ -69,7 +72,9 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 				ps.wakeLocal(name)
 			}
 		}
-		if err := rows.Close(); err != nil {
+		err = rows.Close()
+		cancel()
+		if err != nil {
 			return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 		}
 		if handled < rescueBatch {
@@ -86,7 +91,9 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), pruneBatch)
+		sctx, cancel := ps.stmtCtx(ctx)
+		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), pruneBatch)
+		cancel()
 		if err != nil {
 			return total, fmt.Errorf("dbpubsub: prune: %w", err)
 		}
@@ -104,7 +111,9 @@ func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 // pruneInbox deletes the inbox claims older than Options.Retention.
 func (ps *PubSub) pruneInbox(ctx context.Context) error {
 	for {
-		res, err := ps.sqldb.ExecContext(ctx, ps.stmts.pruneInbox, ps.opts.Retention.Microseconds(), pruneBatch)
+		sctx, cancel := ps.stmtCtx(ctx)
+		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.pruneInbox, ps.opts.Retention.Microseconds(), pruneBatch)
+		cancel()
 		if err != nil {
 			return notMigrated(ps, err, "prune the inbox")
 		}
@@ -160,7 +169,9 @@ func (ps *PubSub) noteMoved(n int) {
 // returns the moved count of the next analysis (0: none). Close does not
 // wait for an analysis: stop cancels it.
 func (ps *PubSub) analyzeYoung(stop <-chan struct{}, at int64) int64 {
-	ctx, cancel := service.Context(stop)
+	sctx, cancel := service.Context(stop)
+	defer cancel()
+	ctx, cancel := ps.stmtCtx(sctx) // one deadline for the look and the ANALYZE: ANALYZE samples, it is quick
 	defer cancel()
 	next := at * 10
 	if next > youngLastAnalyze {

@@ -95,7 +95,11 @@ type Options struct {
 	// extension), once sent to the database, is awaited. Once sent, a write
 	// is awaited even if the caller's ctx ends, so that its result is the
 	// truth: a canceled Enqueue either returns its ctx's error and added
-	// nothing, or returns nil. 0 means DefaultStatementTimeout.
+	// nothing, or returns nil. It bounds every other statement too (claims,
+	// lease renewals, rescue, pruning, look-ups, the listener's pings) and
+	// each wait for a pool connection, so that connections that stop
+	// answering fail and are replaced instead of stalling a consumer. 0
+	// means DefaultStatementTimeout.
 	StatementTimeout time.Duration
 	// AsyncAck makes Ack return once the ack is queued instead of once it
 	// is committed: the settlers write the queued acks of all consumers in

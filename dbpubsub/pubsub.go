@@ -217,6 +217,15 @@ func (b *backoff) reset() { b.d = 0 }
 
 // ctxErr puts ctx's error first when ctx has ended, so callers can match
 // context.Canceled and context.DeadlineExceeded; err stays matchable too.
+// stmtCtx bounds one statement (or one connection's acquisition, with
+// pgx's ping of a reused connection) by Options.StatementTimeout, within
+// ctx: a server or network that stops answering fails it, pgx closes its
+// connection and database/sql discards it, instead of the goroutine
+// waiting forever. Every statement dbpubsub sends runs under one.
+func (ps *PubSub) stmtCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ps.opts.StatementTimeout)
+}
+
 func ctxErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w (%w)", cerr, err)

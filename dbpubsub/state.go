@@ -240,7 +240,9 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	schema := quoteIdent(q[:strings.LastIndexByte(q, '.')])
 	fn, table := schema+"."+quoteIdent(migrations.ReadyTableFunc(ps.opts.Table)), schema+"."+quoteIdent(ps.opts.Table)
 	var ready string
-	err = ps.sqldb.QueryRowContext(ctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
+	sctx, cancel := ps.stmtCtx(ctx)
+	err = ps.sqldb.QueryRowContext(sctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
+	cancel()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		return nil, fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)"))
@@ -268,7 +270,9 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	// No lock while querying: callers give up with their own ctx, and
 	// concurrent look-ups find the same answer.
 	var q string
-	err := ps.sqldb.QueryRowContext(ctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
+	sctx, cancel := ps.stmtCtx(ctx)
+	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
+	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "is missing"))
 	}
@@ -295,7 +299,9 @@ func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) 
 	}
 	// No lock while querying, as in qualifiedTable.
 	var s idSequence
-	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
 		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
 	}
 	ps.ids.Store(&s)

@@ -75,7 +75,9 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 	if _, err := ps.qualifiedTable(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := queryer(q).QueryContext(ctx, ps.stmts.routeOf, st.topic)
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	rows, err := queryer(q).QueryContext(sctx, ps.stmts.routeOf, st.topic)
 	if err != nil {
 		return nil, notMigrated(ps, err, "look up the subscriptions of "+st.label())
 	}
@@ -184,7 +186,9 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 	if _, err := ps.qualifiedTable(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.listSubs, topic)
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	rows, err := ps.sqldb.QueryContext(sctx, ps.stmts.listSubs, topic)
 	if err != nil {
 		return nil, notMigrated(ps, err, fmt.Sprintf("list the subscriptions of topic %q", topic))
 	}
@@ -220,6 +224,8 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	fail := func(err error) error {
 		return ctxErr(ctx, notMigrated(ps, err, "delete "+st.label()))
 	}
+	ctx, cancel := ps.stmtCtx(ctx) // the whole transaction: a handful of statements
+	defer cancel()
 	tx, err := ps.sqldb.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)

@@ -30,6 +30,10 @@
 //  7. The tests above that apply run on channelpubsub too (eachBackend),
 //     and TestNackAccounting checks nacks and dead letters on both.
 //
+// TestSilentConnections (issue 21, item 1): a TCP proxy the test owns
+// silences every connection of a consumer's PubSub while new ones work;
+// consumption resumes once the stalled statements pass StatementTimeout.
+//
 // TestBadInput is the table of bad inputs (topic names, data, messages,
 // topics, events, di, migrations).
 //
