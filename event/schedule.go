@@ -2,6 +2,7 @@ package event
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,17 @@ func ParseCron(expr string) (Schedule, error) { return ParseCronIn(expr, time.UT
 // @yearly (@annually), @monthly, @weekly, @daily (@midnight), @hourly and
 // "@every <duration>" (see Every) are accepted too. Errors wrap
 // ErrInvalidSchedule.
+//
+// The expression matches times on the wall clock of loc, and each matching
+// wall-clock time ticks once, so Next always moves forward. Where daylight
+// saving turns the clock back, the times it shows twice tick at their first
+// showing only: "30 1 * * *" in America/New_York ticks at 01:30 EDT on the
+// day summer time ends, not again at 01:30 EST. Where it moves the clock
+// on, the times it skips tick at the first instant after the skip, together
+// (one tick, not one each): "30 2 * * *" ticks at 03:00 EDT on the day
+// summer time starts, and "*/15 * * * *" ticks at 01:45 EST and then once at
+// 03:00 EDT for 02:00 to 03:00. A daily job thus runs every day, once; an
+// hourly one runs once per hour the clock shows.
 func ParseCronIn(expr string, loc *time.Location) (Schedule, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -202,31 +214,79 @@ func (c *cron) dayMatches(t time.Time) bool {
 	return dom && dow
 }
 
-// Next returns the first minute after t that the expression matches,
-// looking up to five years ahead.
+// Next returns the first tick strictly after t, looking up to five years
+// ahead: the instant of the first wall-clock minute matching the expression
+// whose tick (see ParseCronIn for the hours daylight saving skips or
+// repeats) is after t.
 func (c *cron) Next(t time.Time) time.Time {
-	orig := t.Location()
-	t = t.In(c.loc)
-	t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, c.loc).Add(time.Minute)
-	limit := t.AddDate(5, 0, 0)
-	for t.Before(limit) {
-		var next time.Time
+	lt := t.In(c.loc)
+	// Wall-clock minutes are searched for as UTC times with the same
+	// fields: a calendar without daylight saving, where every minute exists
+	// once.
+	w := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), 0, 0, time.UTC).Add(time.Minute)
+	limit := w.AddDate(5, 0, 0)
+	for {
+		if w = c.nextWall(w, limit); w.IsZero() {
+			return time.Time{}
+		}
+		// In an hour the clock repeats, the minutes already shown before
+		// the clock went back have had their tick: look further on.
+		if at := c.instant(w); at.After(t) {
+			return at.In(t.Location())
+		}
+		w = w.Add(time.Minute)
+	}
+}
+
+// nextWall returns the first wall-clock minute at or after w (a UTC time
+// holding wall-clock fields) that the expression matches, or the zero time
+// if there is none before limit.
+func (c *cron) nextWall(w, limit time.Time) time.Time {
+	for w.Before(limit) {
 		switch {
-		case c.month&(1<<t.Month()) == 0:
-			next = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, c.loc)
-		case !c.dayMatches(t):
-			next = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, c.loc)
-		case c.hour&(1<<t.Hour()) == 0:
-			next = t.Add(time.Duration(60-t.Minute()) * time.Minute)
-		case c.minute&(1<<t.Minute()) == 0:
-			next = t.Add(time.Minute)
+		case c.month&(1<<w.Month()) == 0:
+			w = time.Date(w.Year(), w.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+		case !c.dayMatches(w):
+			w = time.Date(w.Year(), w.Month(), w.Day()+1, 0, 0, 0, 0, time.UTC)
+		case c.hour&(1<<w.Hour()) == 0:
+			w = w.Truncate(time.Hour).Add(time.Duration(skip(c.hour, w.Hour(), 24)) * time.Hour)
+		case c.minute&(1<<w.Minute()) == 0:
+			w = w.Add(time.Duration(skip(c.minute, w.Minute(), 60)) * time.Minute)
 		default:
-			return t.In(orig)
+			return w
 		}
-		if !next.After(t) { // a daylight-saving jump; move on by a minute
-			next = t.Add(time.Minute)
-		}
-		t = next
 	}
 	return time.Time{}
+}
+
+// skip returns how far it is from v to the next value in set, or to n
+// (the next hour, the next day) if there is none before n.
+func skip(set uint64, v, n int) int {
+	if rest := set >> v; rest != 0 {
+		return min(bits.TrailingZeros64(rest), n-v)
+	}
+	return n - v
+}
+
+// instant returns the tick of the wall-clock minute w (a UTC time holding
+// wall-clock fields): the first instant at which the clock in c.loc shows w
+// or later. For a time the clock shows twice that is its first showing; for
+// a time it skips, the instant the skip ends.
+func (c *cron) instant(w time.Time) time.Time {
+	// Offsets lie within -12 h and +14 h: 15 h before w, read as UTC, the
+	// clock in any zone shows a time before w. Walk the zone's periods
+	// from there to the first one whose clock reaches w.
+	at := w.Add(-15 * time.Hour).In(c.loc)
+	for {
+		start, end := at.ZoneBounds()
+		_, offset := at.Zone()
+		first := w.Add(-time.Duration(offset) * time.Second)
+		if first.Before(start) {
+			first = start // the clock jumped over w at start
+		}
+		if end.IsZero() || first.Before(end) || !end.After(at) {
+			return first
+		}
+		at = end.In(c.loc)
+	}
 }

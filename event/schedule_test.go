@@ -65,8 +65,8 @@ func TestCron(t *testing.T) {
 		{"@yearly", nil, "2026-03-01T10:15:00Z", "2027-01-01T00:00:00Z"},
 		{"@every 10m", nil, "2026-03-01T10:15:00Z", "2026-03-01T10:20:00Z"},
 		{"0 9 * * *", ny, "2026-03-01T00:00:00Z", "2026-03-01T14:00:00Z"},
-		// 2:30 does not exist on 2026-03-08 in New York: the next day's.
-		{"30 2 * * *", ny, "2026-03-08T06:00:00Z", "2026-03-09T06:30:00Z"},
+		// 2:30 does not exist on 2026-03-08 in New York: 03:00 EDT, where the skip ends.
+		{"30 2 * * *", ny, "2026-03-08T06:00:00Z", "2026-03-08T07:00:00Z"},
 	}
 	for _, c := range cases {
 		s, err := event.ParseCronIn(c.expr, c.loc)

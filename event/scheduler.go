@@ -40,8 +40,9 @@ type SchedulerOptions struct {
 // Register a Scheduler in the injector (di.RegisterSingleton) to have
 // di.Shutdown stop it.
 type Scheduler struct {
-	d   Dispatcher
-	log *slog.Logger
+	d     Dispatcher
+	log   *slog.Logger
+	clock clock
 
 	mu      sync.Mutex
 	entries []*scheduleEntry
@@ -62,7 +63,25 @@ func NewScheduler(d Dispatcher, opts SchedulerOptions) *Scheduler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Scheduler{d: d, log: opts.Logger}
+	return &Scheduler{d: d, log: opts.Logger, clock: wallClock{}}
+}
+
+// clock is the time a Scheduler goes by; tests replay days on one of their
+// own.
+type clock interface {
+	Now() time.Time
+	// Timer returns a channel that receives once d has passed, and a func
+	// that stops it.
+	Timer(d time.Duration) (<-chan time.Time, func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Timer(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
 }
 
 // TickKey is the key (and the event id) under which a Scheduler dispatches
@@ -83,7 +102,7 @@ func (s *Scheduler) Add(name string, sched Schedule, make func(tick time.Time) E
 	case sched == nil || make == nil:
 		return fmt.Errorf("%w: %q: nil schedule or nil make", ErrInvalidSchedule, name)
 	}
-	if now := time.Now(); !sched.Next(now).After(now) {
+	if now := s.clock.Now(); !sched.Next(now).After(now) {
 		return fmt.Errorf("%w: %q: the schedule has no tick after now", ErrInvalidSchedule, name)
 	}
 	s.mu.Lock()
@@ -151,24 +170,32 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 }
 
-// loop dispatches e's ticks until ctx ends.
+// loop dispatches e's ticks until ctx ends. Each tick is after the one
+// before, whatever e's Schedule returns: a tick at or before the last one
+// is never dispatched, and a Schedule that does not move forward from its
+// last tick is stopped with an error logged.
 func (s *Scheduler) loop(ctx context.Context, e *scheduleEntry) {
 	defer s.wg.Done()
-	next := e.sched.Next(time.Now())
+	next := e.sched.Next(s.clock.Now())
 	for !next.IsZero() {
-		t := time.NewTimer(time.Until(next))
+		c, stop := s.clock.Timer(next.Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return
-		case <-t.C:
+		case <-c:
 		}
 		s.tick(ctx, e, next)
 		following := e.sched.Next(next)
-		if now := time.Now(); !following.IsZero() && following.Before(now) {
+		if now := s.clock.Now(); !following.IsZero() && following.Before(now) {
 			s.log.Warn("event: schedule fell behind; skipping ticks", slog.String("schedule", e.name),
 				slog.Time("from", following), slog.Time("to", now))
 			following = e.sched.Next(now)
+		}
+		if !following.IsZero() && !following.After(next) {
+			s.log.Error("event: schedule does not move forward; stopped", slog.String("schedule", e.name),
+				slog.Time("tick", next), slog.Time("next", following))
+			return
 		}
 		next = following
 	}
@@ -183,19 +210,19 @@ func (s *Scheduler) tick(ctx context.Context, e *scheduleEntry, tick time.Time) 
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		if time.Since(tick) > time.Minute {
+		if s.clock.Now().Sub(tick) > time.Minute {
 			s.log.Error("event: scheduled tick not dispatched", slog.String("schedule", e.name),
 				slog.Time("tick", tick), slog.Any("error", err))
 			return
 		}
 		s.log.Warn("event: scheduled tick failed; retrying", slog.String("schedule", e.name),
 			slog.Time("tick", tick), slog.Any("error", err))
-		t := time.NewTimer(wait)
+		c, stop := s.clock.Timer(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			stop()
 			return
-		case <-t.C:
+		case <-c:
 		}
 		wait = min(2*wait, 10*time.Second)
 	}
