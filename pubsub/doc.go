@@ -13,9 +13,9 @@
 //     ctx's error.
 //   - Ack settles a message for good. Nack gives it back after a backoff
 //     that doubles with each attempt (RetryPolicy; by default 1 s, 2 s, 4 s …
-//     capped at 1 h, ±10 % jitter). After RetryPolicy.MaxAttempts deliveries
-//     (default 20) a failed message is dead: kept, listable and re-queueable
-//     (DeadLetters), never dropped.
+//     up to 1 h, ±10 % jitter, never over 1 h). After
+//     RetryPolicy.MaxAttempts deliveries (default 20) a failed message is
+//     dead: kept, listable and re-queueable (DeadLetters), never dropped.
 //   - Each delivery holds a lease (default 30 s). A message neither acked nor
 //     nacked within it is delivered again at once, counting an attempt: a
 //     crashed consumer loses nothing. Settling the old delivery afterwards

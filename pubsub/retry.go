@@ -13,7 +13,8 @@ const (
 	DefaultMaxAttempts = 20
 	// DefaultMinBackoff is the wait after the first failed delivery.
 	DefaultMinBackoff = time.Second
-	// DefaultMaxBackoff caps the wait between two deliveries.
+	// DefaultMaxBackoff caps the wait between two deliveries, jitter
+	// included.
 	DefaultMaxBackoff = time.Hour
 	// DefaultJitter spreads each backoff by up to ±10 % so that messages
 	// failed together are not retried together.
@@ -26,8 +27,8 @@ const (
 // RetryPolicy says when a nacked message is delivered again, and when it is
 // dead instead. Every backend uses it, so swapping backends does not change
 // retry behaviour. The zero value means the defaults: 20 attempts, waits of
-// 1 s, 2 s, 4 s … capped at 1 h, each spread by ±10 %; in all a message
-// that always fails is retried for about nine hours.
+// 1 s, 2 s, 4 s … up to 1 h, each spread by ±10 % but never over 1 h; in
+// all a message that always fails is retried for about eight hours.
 type RetryPolicy struct {
 	// MaxAttempts is the number of deliveries after which a failed message
 	// is dead. 0 means DefaultMaxAttempts; 1 means no retries.
@@ -35,7 +36,8 @@ type RetryPolicy struct {
 	// MinBackoff is the wait after the first failed delivery; each further
 	// failure doubles it. 0 means DefaultMinBackoff.
 	MinBackoff time.Duration
-	// MaxBackoff caps the wait. 0 means DefaultMaxBackoff.
+	// MaxBackoff caps the wait, jitter included: no wait is longer. 0 means
+	// DefaultMaxBackoff.
 	MaxBackoff time.Duration
 	// Jitter is the fraction (0 to 1) by which each wait is spread at
 	// random. 0 means DefaultJitter; a negative value means no jitter.
@@ -91,9 +93,16 @@ func (p RetryPolicy) Exhausted(attempt int) bool {
 }
 
 // Backoff is the wait before the next delivery of a message whose delivery
-// number attempt (1 for the first) failed: MinBackoff·2^(attempt-1), capped
-// at MaxBackoff, spread by Jitter.
+// number attempt (1 for the first) failed: d = MinBackoff·2^(attempt-1),
+// capped at MaxBackoff, then spread by Jitter at random over d·(1 ± Jitter)
+// with the part above MaxBackoff cut off. MaxBackoff is thus a hard cap,
+// and waits at the cap are spread below it rather than piled on it.
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
+	return p.backoff(attempt, rand.Float64())
+}
+
+// backoff is Backoff with r, in [0, 1), as the random draw.
+func (p RetryPolicy) backoff(attempt int, r float64) time.Duration {
 	p = p.WithDefaults()
 	if attempt < 1 {
 		attempt = 1
@@ -105,7 +114,13 @@ func (p RetryPolicy) Backoff(attempt int) time.Duration {
 		}
 	}
 	if p.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rand.Float64()-1)))
+		lo := float64(d) * (1 - p.Jitter)
+		hi := min(float64(d)*(1+p.Jitter), float64(p.MaxBackoff))
+		if j := time.Duration(lo + (hi-lo)*r); j >= 0 && j <= p.MaxBackoff {
+			d = j
+		} else { // rounding at the cap, or a cap beyond what float64 holds exactly
+			d = p.MaxBackoff
+		}
 	}
 	return d
 }
