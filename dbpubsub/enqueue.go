@@ -296,7 +296,7 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 		conn, err := db.Conn(cctx)
 		cancel()
 		if err != nil {
-			return err
+			return ps.closedErr(err)
 		}
 		defer conn.Close()
 		ex = conn
@@ -304,9 +304,9 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ps.opts.StatementTimeout)
+	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
 	defer cancel()
-	return f(sctx, ex)
+	return ps.closedErr(f(sctx, ex))
 }
 
 // committed tells the consumers of st about a message just committed
@@ -428,11 +428,12 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	}
 	if err != nil {
 		t.enq.handOff()
-		return err
+		return ps.closedErr(err)
 	}
 	group := t.enq.take(r)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ps.opts.StatementTimeout)
+	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
 	rt, err := t.insertRows(sctx, conn, group)
+	err = ps.closedErr(err)
 	for _, q := range group {
 		q.err = err
 	}

@@ -178,8 +178,14 @@ func (ps *PubSub) Close() error {
 	return err
 }
 
-// Shutdown closes ps; it lets a dependency injector stop it.
-func (ps *PubSub) Shutdown(context.Context) error { return ps.Close() }
+// Shutdown closes ps, as Close does; it lets a dependency injector stop
+// it. When ctx ends first, what Close still waits for is canceled at once
+// (the calls in flight fail with pubsub.ErrClosed).
+func (ps *PubSub) Shutdown(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, ps.cancel)
+	defer stop()
+	return ps.Close()
+}
 
 // begin registers a call in flight for a caller; Close waits for it. It
 // fails once the PubSub is closed.
@@ -219,11 +225,27 @@ func (b *backoff) reset() { b.d = 0 }
 // context.Canceled and context.DeadlineExceeded; err stays matchable too.
 // stmtCtx bounds one statement (or one connection's acquisition, with
 // pgx's ping of a reused connection) by Options.StatementTimeout, within
-// ctx: a server or network that stops answering fails it, pgx closes its
-// connection and database/sql discards it, instead of the goroutine
-// waiting forever. Every statement dbpubsub sends runs under one.
+// ctx, and by Close (ps.ctx, canceled CloseTimeout into Close or when
+// Shutdown's ctx ends): a server or network that stops answering fails
+// it, pgx closes its connection and database/sql discards it, instead of
+// the goroutine waiting forever. Every statement dbpubsub sends runs under
+// one.
 func (ps *PubSub) stmtCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, ps.opts.StatementTimeout)
+	sctx, cancel := context.WithTimeout(ctx, ps.opts.StatementTimeout)
+	stop := context.AfterFunc(ps.ctx, cancel)
+	return sctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// closedErr wraps err, the error of a caller's write, with pubsub.ErrClosed
+// when Close ended it: its outcome is then unknown.
+func (ps *PubSub) closedErr(err error) error {
+	if err != nil && ps.ctx.Err() != nil {
+		return fmt.Errorf("%w: the PubSub closed while the statement ran (it may have committed): %w", pubsub.ErrClosed, err)
+	}
+	return err
 }
 
 func ctxErr(ctx context.Context, err error) error {

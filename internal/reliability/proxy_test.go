@@ -20,9 +20,10 @@ type proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	pairs []*atomic.Bool // per connection: silenced
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	pairs  []*atomic.Bool // per connection: silenced
+	frozen bool           // new connections start silenced
+	wg     sync.WaitGroup
 }
 
 // startProxy proxies a loopback port to target (host:port); it stops when
@@ -51,6 +52,7 @@ func startProxy(t *testing.T, target string) *proxy {
 			conns.Store(c, s)
 			silent := new(atomic.Bool)
 			p.mu.Lock()
+			silent.Store(p.frozen)
 			p.pairs = append(p.pairs, silent)
 			p.mu.Unlock()
 			p.wg.Add(2)
@@ -99,6 +101,16 @@ func (p *proxy) silence() int {
 		s.Store(true)
 	}
 	return len(p.pairs)
+}
+
+// freeze silences every connection, open now or made later: a server
+// that stopped answering (frozen with SIGSTOP, say) while its port still
+// accepts connections.
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	p.frozen = true
+	p.mu.Unlock()
+	p.silence()
 }
 
 // dsn returns dsn pointed at the proxy.
