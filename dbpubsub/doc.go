@@ -42,7 +42,9 @@
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's
 // error and changed nothing; once sent it is awaited, up to
 // Options.StatementTimeout, so a canceled Enqueue never reports a failure
-// for a message that was committed. A schema that is not migrated is an
+// for a message that was committed. An error after it was sent (a lost
+// connection, Close) may hide a commit: retry with EnqueueUnique, or claim
+// in the consumer (pubsub.Claim). A schema that is not migrated is an
 // error wrapping migrations.ErrNotMigrated. While the database cannot be
 // reached, Enqueue returns the error and Dequeue keeps trying, logging,
 // until its ctx ends. Every statement, its own or a caller's, has a

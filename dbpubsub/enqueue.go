@@ -57,6 +57,14 @@ const MaxUniqueKeyLen = pubsub.MaxKeyLen
 
 // Enqueue adds a copy of data, ready at once. It returns when the row is
 // committed (or, in a caller's transaction, written in it).
+//
+// An error after the statement was sent (the connection lost, the reply
+// never read, the PubSub closed) can hide a commit: the message may be
+// stored although Enqueue failed, and one lost reply fails every call of
+// the group that shared the statement. A producer that retries such an
+// error must retry idempotently: EnqueueUnique with a key of its own, or,
+// with events, a consumer that claims the event's ID (pubsub.Claim,
+// event.Claim) so that a second copy makes no second effect.
 func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
 	return t.enqueue(ctx, data, time.Time{})
 }

@@ -33,6 +33,9 @@
 // TestSilentConnections (issue 21, item 1): a TCP proxy the test owns
 // silences every connection of a consumer's PubSub while new ones work;
 // consumption resumes once the stalled statements pass StatementTimeout.
+// TestCloseOnFrozenServer (item 2): with every connection silenced, new
+// ones too, Close returns after CloseTimeout and Shutdown when its ctx
+// ends, and the Enqueue in flight fails with pubsub.ErrClosed.
 //
 // TestBadInput is the table of bad inputs (topic names, data, messages,
 // topics, events, di, migrations).
