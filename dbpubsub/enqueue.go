@@ -198,6 +198,10 @@ func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) 
 		}
 		c.data[i], c.size = d, c.size+len(d)
 	}
+	if batch && len(c.data) > 1 && c.size > st.ps.opts.MaxBatchSize {
+		return nil, fmt.Errorf("dbpubsub: batch of %d items on %s: %d bytes, over Options.MaxBatchSize (%d): %w",
+			len(c.data), st.label(), c.size, st.ps.opts.MaxBatchSize, pubsub.ErrTooLarge)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

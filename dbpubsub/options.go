@@ -30,6 +30,9 @@ const (
 	// DefaultStatementTimeout bounds how long a write, once sent, is
 	// awaited.
 	DefaultStatementTimeout = 30 * time.Second
+	// DefaultMaxBatchSize is the most bytes of data one EnqueueBatch
+	// carries by default.
+	DefaultMaxBatchSize = 256 << 20
 	// DefaultCloseTimeout bounds how long Close waits for statements in
 	// flight before canceling them.
 	DefaultCloseTimeout = 5 * time.Second
@@ -91,6 +94,13 @@ type Options struct {
 	// failing while Dequeue waits, a lost listener connection, rescue and
 	// pruning failures). nil means slog.Default().
 	Logger *slog.Logger
+	// MaxBatchSize is the most bytes of data one EnqueueBatch of several
+	// items may carry in all (each item is bounded by MaxDataSize): a
+	// batch is one statement, and PostgreSQL refuses a message over 1 GiB
+	// only after the client has encoded all of it. Over it, EnqueueBatch
+	// returns an error wrapping pubsub.ErrTooLarge and enqueues nothing.
+	// 0 means DefaultMaxBatchSize; at most 512 MiB.
+	MaxBatchSize int
 	// StatementTimeout bounds how long a write (enqueue, settle, lease
 	// extension), once sent to the database, is awaited. Once sent, a write
 	// is awaited even if the caller's ctx ends, so that its result is the
@@ -123,6 +133,10 @@ type Options struct {
 // maxBytea is the largest value PostgreSQL stores in a bytea column.
 const maxBytea = 1<<30 - 1
 
+// maxBatchLimit bounds Options.MaxBatchSize: a batch's data and the
+// statement around it stay well below PostgreSQL's 1 GiB message limit.
+const maxBatchLimit = 512 << 20
+
 func (o Options) withDefaults() (Options, error) {
 	fail := func(field string, v any, want string) (Options, error) {
 		return o, fmt.Errorf("dbpubsub: Options.%s is %v, want %s", field, v, want)
@@ -140,6 +154,11 @@ func (o Options) withDefaults() (Options, error) {
 		return fail("StatementTimeout", o.StatementTimeout, "0 (default) or more")
 	case o.CloseTimeout < 0:
 		return fail("CloseTimeout", o.CloseTimeout, "0 (default) or more")
+	case o.MaxBatchSize < 0 || o.MaxBatchSize > maxBatchLimit:
+		return fail("MaxBatchSize", o.MaxBatchSize, "0 (default) to 512 MiB, half of PostgreSQL's 1 GiB message limit")
+	}
+	if o.MaxBatchSize == 0 {
+		o.MaxBatchSize = DefaultMaxBatchSize
 	}
 	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, Logger: o.Logger}.
 		Resolve("dbpubsub", maxBytea, "1 GiB, PostgreSQL's bytea limit")

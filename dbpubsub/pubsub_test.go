@@ -465,6 +465,8 @@ func TestOptionsValidated(t *testing.T) {
 		{"NegativeBatch", dbpubsub.Options{ClaimBatch: -1}, "ClaimBatch"},
 		{"BadTable", dbpubsub.Options{Table: `x"; DROP TABLE y`}, "Table"},
 		{"BadRetry", dbpubsub.Options{Retry: pubsub.RetryPolicy{MaxAttempts: -1}}, "Retry"},
+		{"NegativeMaxBatchSize", dbpubsub.Options{MaxBatchSize: -1}, "MaxBatchSize"},
+		{"MaxBatchSizeOverTheLimit", dbpubsub.Options{MaxBatchSize: 1 << 30}, "MaxBatchSize"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := dbpubsub.New(db, c.opts); err == nil || !strings.Contains(err.Error(), "Options."+c.field) {
