@@ -140,6 +140,15 @@ func newMigrator(db *bun.DB, c config) (*migrate.Migrator, error) {
 // as applied only when it succeeded. Concurrent calls (several services
 // starting at once) are serialised with a PostgreSQL advisory lock, so it
 // is safe to call at every start-up.
+//
+// Migrate first reads, without changing anything, which migrations the
+// migrations table records as applied; when none is missing it returns
+// at once. So an app whose role may use the tables but not create any (no
+// CREATE on the schema) can call it at every start-up: it needs, besides
+// the grants the package documentation lists, SELECT on the migrations
+// table (MigrationsTable). When something is missing and the role lacks
+// CREATE on the schema, Migrate changes nothing and returns an error
+// wrapping ErrNotMigrated that names what is missing.
 func Migrate(ctx context.Context, db *bun.DB, opts ...Option) error {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -152,11 +161,22 @@ func Migrate(ctx context.Context, db *bun.DB, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	if st, err := readState(ctx, db, m, c); err != nil || st.upToDate() {
+		return err
+	}
 	unlock, err := lock(ctx, db.DB, c.table)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// Another process may have migrated while this one waited for the lock.
+	st, err := readState(ctx, db, m, c)
+	if err != nil || st.upToDate() {
+		return err
+	}
+	if err := st.canApply(c.table); err != nil {
+		return err
+	}
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("migrations: create table %s: %w", MigrationsTable(c.table), err)
 	}
@@ -164,6 +184,73 @@ func Migrate(ctx context.Context, db *bun.DB, opts ...Option) error {
 		return fmt.Errorf("migrations: migrate table %q: %w", c.table, err)
 	}
 	return nil
+}
+
+// state is what the schema has of the migrations, read without changing
+// anything.
+type state struct {
+	table, migrationsTable bool     // the message table and the migrations table exist
+	unapplied              []string // the embedded migrations not recorded as applied
+	role, schema           string   // current_user and current_schema() ("" if none)
+	canCreate              bool     // the role has CREATE on the schema
+}
+
+func (s state) upToDate() bool { return s.table && s.migrationsTable && len(s.unapplied) == 0 }
+
+// what says, for an error, what the message table lacks.
+func (s state) what() string {
+	if !s.table || !s.migrationsTable {
+		return "is missing"
+	}
+	return "lacks migrations " + strings.Join(s.unapplied, ", ")
+}
+
+// canApply returns the error that says the role cannot bring the schema up
+// to date, when it lacks CREATE on the schema the tables live in.
+func (s state) canApply(table string) error {
+	if s.canCreate || s.schema == "" {
+		return nil // when there is no schema, bun's error says so
+	}
+	cmd := Command
+	if table != DefaultTable {
+		cmd += " -table " + table
+	}
+	return fmt.Errorf("migrations: the message table %q %s in schema %q, and role %q has no CREATE "+
+		"on that schema to migrate it: run Migrate as the role that owns the tables, or %s: %w",
+		table, s.what(), s.schema, s.role, cmd, ErrNotMigrated)
+}
+
+// readState reads what the schema has of the migrations; it only reads.
+func readState(ctx context.Context, db *bun.DB, m *migrate.Migrator, c config) (state, error) {
+	var (
+		st      state
+		schema  sql.NullString
+		canRead bool
+	)
+	mt := `"` + MigrationsTable(c.table) + `"`
+	const q = `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL,
+		coalesce(has_table_privilege(to_regclass($2), 'SELECT'), false),
+		current_user, current_schema(), coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)`
+	if err := db.DB.QueryRowContext(ctx, q, `"`+c.table+`"`, mt).Scan(
+		&st.table, &st.migrationsTable, &canRead, &st.role, &schema, &st.canCreate); err != nil {
+		return st, fmt.Errorf("migrations: read the state of table %q: %w", c.table, err)
+	}
+	st.schema = schema.String
+	if !st.migrationsTable {
+		return st, nil
+	}
+	if !canRead {
+		return st, fmt.Errorf("migrations: role %q may not read %s, so it cannot tell whether the schema is up to date: "+
+			"grant it SELECT on %s, or migrate as the role that owns the tables", st.role, mt, MigrationsTable(c.table))
+	}
+	ms, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return st, fmt.Errorf("migrations: read table %s: %w", MigrationsTable(c.table), err)
+	}
+	for _, u := range ms.Unapplied() {
+		st.unapplied = append(st.unapplied, u.Name+"_"+u.Comment)
+	}
+	return st, nil
 }
 
 // lock takes the advisory lock of table's migrations on a connection of its
@@ -207,24 +294,12 @@ func Verify(ctx context.Context, db *bun.DB, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	var exists bool
-	if err := db.DB.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
-		`"`+c.table+`"`, `"`+MigrationsTable(c.table)+`"`).Scan(&exists); err != nil {
-		return fmt.Errorf("migrations: verify table %q: %w", c.table, err)
-	}
-	if !exists {
-		return NotMigratedError(c.table, "is missing")
-	}
-	ms, err := m.MigrationsWithStatus(ctx)
+	st, err := readState(ctx, db, m, c)
 	if err != nil {
-		return fmt.Errorf("migrations: verify table %q: %w", c.table, err)
+		return err
 	}
-	if un := ms.Unapplied(); len(un) > 0 {
-		names := make([]string, len(un))
-		for i, u := range un {
-			names[i] = u.Name + "_" + u.Comment
-		}
-		return NotMigratedError(c.table, "lacks migrations "+strings.Join(names, ", "))
+	if !st.upToDate() {
+		return NotMigratedError(c.table, st.what())
 	}
 	return nil
 }
