@@ -130,7 +130,7 @@ func (m *message) Attempt() int { return m.attempt }
 func (m *message) Ack(context.Context) error {
 	return m.settle("ack", func(e *entry) {
 		e.state = stDone
-		e.q.releaseKey(e)
+		e.q.finishKey(e)
 	})
 }
 

@@ -12,6 +12,10 @@ import (
 // messages a topic holds before Enqueue blocks.
 const DefaultCapacity = 10
 
+// DefaultRetention is how long the unique key of an acked message stays
+// taken, as dbpubsub keeps a finished row (dbpubsub.DefaultRetention).
+const DefaultRetention = 24 * time.Hour
+
 // Options configures a PubSub. The zero value means the defaults.
 type Options struct {
 	// Capacity is each topic's channel buffer. 0 means DefaultCapacity.
@@ -24,6 +28,11 @@ type Options struct {
 	// MaxDataSize is the largest payload Enqueue accepts, in bytes. 0 means
 	// pubsub.DefaultMaxDataSize.
 	MaxDataSize int
+	// Retention is how long the unique key of an acked message stays taken
+	// (pubsub.UniqueEnqueuer: a finished message keeps its key until it is
+	// pruned), as on dbpubsub; only the key is kept. 0 means
+	// DefaultRetention.
+	Retention time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -32,6 +41,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Capacity == 0 {
 		o.Capacity = DefaultCapacity
+	}
+	if o.Retention < 0 {
+		return o, fmt.Errorf("channelpubsub: Options.Retention is %v, want 0 (default) or more", o.Retention)
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
 	}
 	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve("channelpubsub", 0, "")
 	if err != nil {

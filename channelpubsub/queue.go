@@ -38,6 +38,7 @@ type queue struct {
 	scheduled map[*entry]struct{} // delayed or backing off
 	dead      []*entry            // oldest death first
 	keys      map[string]*entry   // unique keys of the messages kept
+	finished  []finishedKey       // keys of acked messages, oldest first, kept for Options.Retention
 
 	inbox inbox
 }
@@ -228,9 +229,17 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 	}
 }
 
+// finishedKey is the unique key of an acked message, taken until
+// Options.Retention after its ack.
+type finishedKey struct {
+	e     *entry
+	until time.Time
+}
+
 func (q *queue) claimKey(key string, e *entry) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.pruneKeys(time.Now())
 	if _, taken := q.keys[key]; taken {
 		return false
 	}
@@ -242,8 +251,39 @@ func (q *queue) claimKey(key string, e *entry) bool {
 	return true
 }
 
-// releaseKey frees e's unique key, if it has one: e is acked, purged or
-// was never added.
+// finishKey keeps e's unique key, if it has one, for Options.Retention
+// after its ack, as a finished row keeps it on dbpubsub.
+func (q *queue) finishKey(e *entry) {
+	if e.key == "" {
+		return
+	}
+	now := time.Now()
+	q.mu.Lock()
+	q.pruneKeys(now)
+	if q.keys[e.key] == e {
+		q.finished = append(q.finished, finishedKey{e: e, until: now.Add(q.ps.opts.Retention)})
+	}
+	q.mu.Unlock()
+}
+
+// pruneKeys frees the keys of the messages acked longer than
+// Options.Retention ago. Called with q.mu held.
+func (q *queue) pruneKeys(now time.Time) {
+	n := 0
+	for n < len(q.finished) && !now.Before(q.finished[n].until) {
+		if f := q.finished[n]; q.keys[f.e.key] == f.e {
+			delete(q.keys, f.e.key)
+		}
+		n++
+	}
+	if n > 0 {
+		clear(q.finished[:n])
+		q.finished = q.finished[n:]
+	}
+}
+
+// releaseKey frees e's unique key, if it has one: e is purged or was never
+// added.
 func (q *queue) releaseKey(e *entry) {
 	if e.key == "" {
 		return

@@ -128,6 +128,7 @@ func TestBadOptions(t *testing.T) {
 		{"Capacity", channelpubsub.Options{Capacity: -1}, "Capacity"},
 		{"Lease", channelpubsub.Options{Lease: -time.Second}, "Lease"},
 		{"MaxDataSize", channelpubsub.Options{MaxDataSize: -1}, "MaxDataSize"},
+		{"Retention", channelpubsub.Options{Retention: -1}, "Retention"},
 		{"Retry", channelpubsub.Options{Retry: pubsub.RetryPolicy{MaxAttempts: -1}}, "MaxAttempts"},
 	}
 	for _, c := range cases {
@@ -140,8 +141,14 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-func TestUniqueKeyFreedByAck(t *testing.T) {
-	ps := channelpubsub.New()
+// An acked message keeps its unique key for Options.Retention, as a
+// finished row keeps it on dbpubsub until pruned; then the key is free.
+func TestUniqueKeyKeptForRetention(t *testing.T) {
+	const retention = 200 * time.Millisecond
+	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Retention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer ps.Close()
 	ctx := context.Background()
 	tp := ps.Topic("u")
@@ -150,8 +157,12 @@ func TestUniqueKeyFreedByAck(t *testing.T) {
 	}
 	m, _ := tp.Dequeue(ctx)
 	_ = m.Ack(ctx)
+	if ok, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("2")); ok || err != nil {
+		t.Fatalf("EnqueueUnique just after the first was acked = %v, %v; want the key still taken", ok, err)
+	}
+	time.Sleep(retention + 50*time.Millisecond)
 	if ok, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("2")); !ok || err != nil {
-		t.Fatalf("EnqueueUnique after the first was acked = %v, %v; want the key free", ok, err)
+		t.Fatalf("EnqueueUnique past the retention = %v, %v; want the key free", ok, err)
 	}
 	if _, err := pubsub.EnqueueUnique(ctx, tp, "", []byte("3")); err == nil {
 		t.Fatal("EnqueueUnique with an empty key: want an error")

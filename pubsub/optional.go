@@ -96,7 +96,8 @@ type Stats struct {
 	Processing int64 // leased to a consumer
 	Dead       int64
 	// OldestReady is how long the oldest ready message has waited (0 if
-	// there is none).
+	// there is none, and always 0 on channelpubsub, which does not track
+	// it: pubsubtest.Abilities.OldestReady).
 	OldestReady time.Duration
 }
 

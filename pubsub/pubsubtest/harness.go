@@ -34,6 +34,9 @@ type Abilities struct {
 	Unique      bool // Topic: pubsub.UniqueEnqueuer
 	DeadLetters bool // Topic: pubsub.DeadLetters
 	Stats       bool // Topic: pubsub.Stater
+	// OldestReady: Stats.OldestReady says how long the oldest ready
+	// message has waited (a backend that does not track it reports 0).
+	OldestReady bool
 	Inbox       bool // Topic: pubsub.Inbox
 	Attempts    bool // Message: pubsub.Attempter
 	ExtendLease bool // Message: pubsub.LeaseExtender
@@ -47,7 +50,7 @@ type Abilities struct {
 // Message, for a backend that has them all; add Durable and Shared as they
 // apply.
 func AllMessageAbilities() Abilities {
-	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, Inbox: true,
+	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, OldestReady: true, Inbox: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true}
 }
 

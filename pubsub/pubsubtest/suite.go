@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"Batch", testBatch},
 		{"Unique", testUnique},
 		{"Stats", testStats},
+		{"StatsOldestReady", testStatsOldestReady},
 		{"ConcurrentProducersAndConsumers", testConcurrent},
 		{"InjectTopicByTag", testInject},
 		{"SharedAcrossInstances", testShared},
@@ -562,6 +563,7 @@ func testUnique(t *testing.T, h Harness) {
 	m = dequeue(t, tp)
 	wantData(t, m, "second")
 	ack(t, m)
+	add("tick-2", "after its ack", false) // a finished message keeps its key until pruned
 	expectNone(t, tp, 200*time.Millisecond)
 }
 
@@ -587,6 +589,38 @@ func testStats(t *testing.T, h Harness) {
 		t.Fatalf("Stats = %+v, want ready+processing 3 (processing ≥ 1), scheduled 1, dead 1", s)
 	}
 	ack(t, m)
+}
+
+// testStatsOldestReady: OldestReady grows while the oldest ready message
+// waits, and is 0 once none is ready.
+func testStatsOldestReady(t *testing.T, h Harness) {
+	need(t, h.Abilities.Stats && h.Abilities.OldestReady, "stats with the oldest ready message's age (Abilities.OldestReady)")
+	ctx := context.Background()
+	tp := open(t, newPubSub(t, h, Config{}), "oldest-ready")
+	stats := func() pubsub.Stats {
+		t.Helper()
+		s, err := pubsub.TopicStats(ctx, tp)
+		if err != nil {
+			t.Fatalf("Stats: %v", err)
+		}
+		return s
+	}
+	if s := stats(); s.OldestReady != 0 {
+		t.Fatalf("Stats of an empty topic: OldestReady %v, want 0", s.OldestReady)
+	}
+	enqueue(t, tp, "old")
+	const wait = 300 * time.Millisecond
+	time.Sleep(wait)
+	enqueue(t, tp, "young")
+	if s := stats(); s.OldestReady < wait {
+		t.Fatalf("Stats after the oldest ready message waited %v: OldestReady %v", wait, s.OldestReady)
+	}
+	for range 2 {
+		ack(t, dequeue(t, tp))
+	}
+	if s := stats(); s.OldestReady != 0 {
+		t.Fatalf("Stats once nothing is ready: OldestReady %v, want 0", s.OldestReady)
+	}
 }
 
 func testConcurrent(t *testing.T, h Harness) {
