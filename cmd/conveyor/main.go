@@ -198,7 +198,7 @@ func runNew(args []string, stdout, stderr io.Writer, e env) int {
 		fmt.Fprintf(stdout, "  go mod tidy     # fetches conveyor %s and records its checksums\n", ver)
 	}
 	fmt.Fprint(stdout, `  go run .        # serves on http://127.0.0.1:8080, events in memory
-  curl -X POST http://127.0.0.1:8080/orders -d '{"item":"book","qty":1}'
+  curl -X POST http://127.0.0.1:8080/orders -H 'Content-Type: application/json' -d '{"item":"book","qty":1}'
   go test ./...
 
 On PostgreSQL: CONVEYOR_BACKEND=db DATABASE_URL=postgres://... go run .

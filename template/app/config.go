@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,9 +30,13 @@ type Config struct {
 	Addr         string        // CONVEYOR_ADDR, else ":$PORT", else 127.0.0.1:8080
 	Backend      Backend       // CONVEYOR_BACKEND: mem (default) or db
 	DatabaseURL  string        // DATABASE_URL: the PostgreSQL DSN, needed by db
+	Schema       string        // CONVEYOR_DB_SCHEMA: the schema of the app's tables, created if missing (default: the DSN's search_path)
 	Workers      int           // CONVEYOR_WORKERS: events handled at once (default 10)
 	ReportEvery  time.Duration // CONVEYOR_REPORT_EVERY: period of the sales report (default 1m)
 	DrainTimeout time.Duration // CONVEYOR_DRAIN_TIMEOUT: how long a stop waits for work in flight (default 30s)
+	ReadTimeout  time.Duration // CONVEYOR_READ_TIMEOUT: longest time to read a request, body included (default 10s)
+	WriteTimeout time.Duration // CONVEYOR_WRITE_TIMEOUT: longest time to answer a request once read (default 30s)
+	IdleTimeout  time.Duration // CONVEYOR_IDLE_TIMEOUT: how long an idle keep-alive connection stays open (default 1m)
 	LogLevel     slog.Level    // CONVEYOR_LOG_LEVEL: debug, info (default), warn or error
 }
 
@@ -41,7 +46,14 @@ const (
 	DefaultWorkers      = 10
 	DefaultReportEvery  = time.Minute
 	DefaultDrainTimeout = 30 * time.Second
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultIdleTimeout  = time.Minute
 )
+
+// schemaName is what CONVEYOR_DB_SCHEMA accepts: a lower-case SQL
+// identifier that needs no quoting.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // LoadConfig reads the configuration from getenv (os.Getenv in main). An
 // error names every variable that is wrong and what it should be.
@@ -53,6 +65,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Workers:      DefaultWorkers,
 		ReportEvery:  DefaultReportEvery,
 		DrainTimeout: DefaultDrainTimeout,
+		ReadTimeout:  DefaultReadTimeout,
+		WriteTimeout: DefaultWriteTimeout,
+		IdleTimeout:  DefaultIdleTimeout,
 		LogLevel:     slog.LevelInfo,
 	}
 	var errs []error
@@ -80,6 +95,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default) or db (PostgreSQL, with DATABASE_URL)")
 	}
 
+	if v := getenv("CONVEYOR_DB_SCHEMA"); v != "" {
+		if !schemaName.MatchString(v) {
+			bad("CONVEYOR_DB_SCHEMA", v, "a schema name of lower-case letters, digits and _, as in shop")
+		}
+		c.Schema = v
+	}
+
 	if v := getenv("CONVEYOR_WORKERS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
@@ -98,6 +120,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	duration("CONVEYOR_REPORT_EVERY", &c.ReportEvery)
 	duration("CONVEYOR_DRAIN_TIMEOUT", &c.DrainTimeout)
+	duration("CONVEYOR_READ_TIMEOUT", &c.ReadTimeout)
+	duration("CONVEYOR_WRITE_TIMEOUT", &c.WriteTimeout)
+	duration("CONVEYOR_IDLE_TIMEOUT", &c.IdleTimeout)
 
 	if v := getenv("CONVEYOR_LOG_LEVEL"); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {

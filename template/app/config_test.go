@@ -17,7 +17,8 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"Defaults", nil, func(t *testing.T, c Config) {
 			want := Config{Addr: DefaultAddr, Backend: BackendMem, Workers: DefaultWorkers,
-				ReportEvery: DefaultReportEvery, DrainTimeout: DefaultDrainTimeout, LogLevel: slog.LevelInfo}
+				ReportEvery: DefaultReportEvery, DrainTimeout: DefaultDrainTimeout, ReadTimeout: DefaultReadTimeout,
+				WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, LogLevel: slog.LevelInfo}
 			if c != want {
 				t.Errorf("got %+v, want %+v", c, want)
 			}
@@ -38,17 +39,28 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}, nil},
 		{"Tuning", map[string]string{"CONVEYOR_WORKERS": "3", "CONVEYOR_REPORT_EVERY": "5s",
-			"CONVEYOR_DRAIN_TIMEOUT": "2s", "CONVEYOR_LOG_LEVEL": "debug"}, func(t *testing.T, c Config) {
-			if c.Workers != 3 || c.ReportEvery != 5*time.Second || c.DrainTimeout != 2*time.Second || c.LogLevel != slog.LevelDebug {
+			"CONVEYOR_DRAIN_TIMEOUT": "2s", "CONVEYOR_LOG_LEVEL": "debug", "CONVEYOR_READ_TIMEOUT": "3s",
+			"CONVEYOR_WRITE_TIMEOUT": "4s", "CONVEYOR_IDLE_TIMEOUT": "6s"}, func(t *testing.T, c Config) {
+			if c.Workers != 3 || c.ReportEvery != 5*time.Second || c.DrainTimeout != 2*time.Second || c.LogLevel != slog.LevelDebug ||
+				c.ReadTimeout != 3*time.Second || c.WriteTimeout != 4*time.Second || c.IdleTimeout != 6*time.Second {
 				t.Errorf("got %+v", c)
 			}
 		}, nil},
+		{"Schema", map[string]string{"CONVEYOR_BACKEND": "db", "DATABASE_URL": "postgres://localhost/shop", "CONVEYOR_DB_SCHEMA": "shop_1"},
+			func(t *testing.T, c Config) {
+				if c.Schema != "shop_1" {
+					t.Errorf("Schema = %q, want shop_1", c.Schema)
+				}
+			}, nil},
+		{"BadSchema", map[string]string{"CONVEYOR_DB_SCHEMA": `Shop"; DROP`}, nil, []string{"CONVEYOR_DB_SCHEMA", "lower-case"}},
 		{"DBWithoutURL", map[string]string{"CONVEYOR_BACKEND": "db"}, nil, []string{"DATABASE_URL"}},
 		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db"}},
 		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},
 		{"EveryMistake", map[string]string{"CONVEYOR_WORKERS": "0", "CONVEYOR_REPORT_EVERY": "often",
-			"CONVEYOR_DRAIN_TIMEOUT": "-1s", "CONVEYOR_LOG_LEVEL": "loud"},
-			nil, []string{"CONVEYOR_WORKERS", "CONVEYOR_REPORT_EVERY", "CONVEYOR_DRAIN_TIMEOUT", "CONVEYOR_LOG_LEVEL"}},
+			"CONVEYOR_DRAIN_TIMEOUT": "-1s", "CONVEYOR_LOG_LEVEL": "loud", "CONVEYOR_READ_TIMEOUT": "0s",
+			"CONVEYOR_WRITE_TIMEOUT": "x", "CONVEYOR_IDLE_TIMEOUT": "-5s"},
+			nil, []string{"CONVEYOR_WORKERS", "CONVEYOR_REPORT_EVERY", "CONVEYOR_DRAIN_TIMEOUT", "CONVEYOR_LOG_LEVEL",
+				"CONVEYOR_READ_TIMEOUT", "CONVEYOR_WRITE_TIMEOUT", "CONVEYOR_IDLE_TIMEOUT"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html/template"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/conveyorgo/conveyor/event"
@@ -17,6 +22,7 @@ import (
 // Handlers are the app's HTTP handlers. di.Fill fills the tagged fields of
 // each of them (nested structs are filled too).
 type Handlers struct {
+	Index  IndexHandler
 	Orders OrdersHandler
 	Stats  StatsHandler
 	Health HealthHandler
@@ -25,10 +31,40 @@ type Handlers struct {
 // Routes returns the app's routes.
 func (h *Handlers) Routes() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", &h.Index)
 	mux.Handle("POST /orders", &h.Orders)
 	mux.Handle("GET /stats", &h.Stats)
 	mux.Handle("GET /healthz", &h.Health)
 	return mux
+}
+
+// IndexHandler serves GET /: a page listing the endpoints, with a curl
+// line to try. It is plain HTML: no script, style sheet or image from
+// anywhere.
+type IndexHandler struct{}
+
+var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>A conveyor app</title></head>
+<body>
+<h1>A conveyor app</h1>
+<p>A small shop: an order is an event, handled in the background by two services.</p>
+<dl>
+<dt><code>POST /orders</code></dt>
+<dd>Places an order (a JSON object, <code>Content-Type: application/json</code>); answers 202 with its id.
+<pre>curl -X POST http://{{.}}/orders -H 'Content-Type: application/json' -d '{"item":"book","qty":1}'</pre></dd>
+<dt><a href="/stats"><code>GET /stats</code></a></dt>
+<dd>The events handled and failed, by subscription and type, what analytics counted, and the depth of each queue.</dd>
+<dt><a href="/healthz"><code>GET /healthz</code></a></dt>
+<dd>200 when the backend answers, 503 when it does not.</dd>
+</dl>
+</body>
+</html>
+`))
+
+func (IndexHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = indexPage.Execute(w, r.Host) // the client went away: nothing to do
 }
 
 // OrdersHandler serves POST /orders: it dispatches an orders.Placed event
@@ -38,6 +74,9 @@ type OrdersHandler struct {
 	Log    *slog.Logger     `inject:""`
 }
 
+// maxOrderBytes bounds the body of POST /orders.
+const maxOrderBytes = 64 << 10
+
 // orderRequest is the body of POST /orders.
 type orderRequest struct {
 	Item string `json:"item"`
@@ -45,11 +84,31 @@ type orderRequest struct {
 }
 
 func (h *OrdersHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Only JSON: a browser sends a cross-site form or text/plain post
+	// without asking, never an application/json one.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType,
+			`want Content-Type: application/json (curl: -H 'Content-Type: application/json'), got `+quoteHeader(r.Header.Get("Content-Type")))
+		return
+	}
 	var req orderRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxOrderBytes))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, `want a JSON body like {"item":"book","qty":1}: `+err.Error())
+	err := dec.Decode(&req)
+	if err == nil {
+		// Exactly one JSON value: anything after it but spaces is refused.
+		if err = dec.Decode(&struct{}{}); err == io.EOF {
+			err = nil
+		} else if !errors.As(err, new(*http.MaxBytesError)) {
+			err = errors.New("data after the JSON object")
+		}
+	}
+	if tooLarge := new(*http.MaxBytesError); errors.As(err, tooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", (*tooLarge).Limit))
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, `want one JSON object like {"item":"book","qty":1}: `+err.Error())
 		return
 	}
 	switch {
@@ -142,6 +201,15 @@ func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// quoteHeader quotes a header's value for an error message; an absent
+// header is "none".
+func quoteHeader(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return strconv.Quote(v)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

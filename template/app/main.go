@@ -45,16 +45,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) er
 	if err != nil {
 		return errors.Join(fmt.Errorf("%w (set CONVEYOR_ADDR or PORT to a free address)", err), app.Shutdown())
 	}
-	srv := &http.Server{
-		Handler:           app.handlers.Routes(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newServer(cfg, app.handlers.Routes(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
 	url := "http://" + dialAddr(ln.Addr())
-	fmt.Fprintf(stdout, "listening on %s — try: curl -X POST %s/orders -d '{\"item\":\"book\",\"qty\":1}'\n", url, url)
+	fmt.Fprintf(stdout, "listening on %s — try: curl -X POST %s/orders %s\n", url, url, curlOrder)
 
 	select {
 	case <-ctx.Done():
@@ -69,6 +65,23 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) er
 		err = errors.Join(err, fmt.Errorf("http server: %w", serr))
 	}
 	return errors.Join(err, app.Shutdown())
+}
+
+// curlOrder is the part of a curl command line that posts an order.
+const curlOrder = `-H 'Content-Type: application/json' -d '{"item":"book","qty":1}'`
+
+// newServer returns the HTTP server of handler. Its timeouts bound how long
+// a client may hold a connection: sending the request (headers first),
+// reading the answer, and idle between requests.
+func newServer(cfg Config, handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: min(5*time.Second, cfg.ReadTimeout),
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // dialAddr is the address to reach a listener at: its own, or localhost
