@@ -28,7 +28,11 @@ Run 'conveyor help new' for the flags of new.
 const newUsage = `Usage: conveyor new [flags] MODULE_PATH [DIR]
 
 Writes a new app, the Go module MODULE_PATH, into DIR (default: the last
-element of MODULE_PATH). DIR must not exist or be empty.
+element of MODULE_PATH, in the current directory). DIR must not exist or be empty.
+DIR must be outside every Go module's tree: with a go.mod in DIR or in a
+directory above it, new refuses and writes nothing, since the app is a
+module of its own. So from a conveyor checkout, give a DIR outside it:
+go run ./cmd/conveyor new example.com/shop ../shop.
 
 The app is conveyor's template: an HTTP service where POST /orders
 dispatches an event that listeners handle in the background, with a
@@ -46,8 +50,8 @@ Flags:
                  github.com/conveyorgo/conveyor/cmd/conveyor@V).
 
 Examples:
-  conveyor new example.com/shop
-  conveyor new -replace ~/src/conveyor github.com/you/shop ./shop
+  conveyor new example.com/shop             # writes ./shop, outside any module
+  conveyor new -replace ~/src/conveyor github.com/you/shop ~/src/shop
 `
 
 func main() {
@@ -149,6 +153,16 @@ func runNew(args []string, stdout, stderr io.Writer, e env) int {
 	}
 	if *version != "" && !isRelease(*version) {
 		return usageErr("-version %q: want a release version, such as v0.3.0", *version)
+	}
+	if err := checkOutsideModules(dir); err != nil {
+		var mt *ModuleTreeError
+		if errors.As(err, &mt) {
+			fmt.Fprintf(stderr, "conveyor new: %v.\nThe app is a Go module of its own: give a DIR outside that tree, as in:\n  conveyor new %s %s\n",
+				err, modPath, shellQuote(mt.Suggest(defaultDir(modPath))))
+		} else {
+			fmt.Fprintf(stderr, "conveyor new: %v\n", err)
+		}
+		return 1
 	}
 
 	// Which conveyor the app builds against.
