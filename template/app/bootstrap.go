@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
@@ -55,7 +58,7 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 
 	// The backend: where messages live. Swapping it is one line.
 	if cfg.Backend == BackendDB {
-		if err := registerDatabase(ctx, ictx, cfg.DatabaseURL, log); err != nil {
+		if err := registerDatabase(ctx, ictx, cfg, log); err != nil {
 			return nil, err
 		}
 		err = dbpubsub.Register(ictx) // durable in PostgreSQL, shared by every process on the database
@@ -133,10 +136,17 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	return app, nil
 }
 
-// registerDatabase opens the database, brings its schema up to date (safe
-// when several processes start at once) and registers it in the injector,
-// where dbpubsub.Register finds it. di.Shutdown closes it last.
-func registerDatabase(ctx, ictx context.Context, dsn string, log *slog.Logger) error {
+// registerDatabase opens the database, creates cfg.Schema if it is set and
+// missing, brings the schema up to date (safe when several processes start
+// at once) and registers the database in the injector, where
+// dbpubsub.Register finds it. di.Shutdown closes it last. It logs which
+// database and schema the app uses, and the DSN without its password.
+func registerDatabase(ctx, ictx context.Context, cfg Config, log *slog.Logger) error {
+	dsn := cfg.DatabaseURL
+	if cfg.Schema != "" {
+		// Every connection of the pool, made now or later, uses the schema.
+		dsn = withSearchPath(dsn, cfg.Schema)
+	}
 	db, err := dbpubsub.Open(dsn)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
@@ -146,11 +156,71 @@ func registerDatabase(ctx, ictx context.Context, dsn string, log *slog.Logger) e
 		return err
 	}
 	start := time.Now()
+	if cfg.Schema != "" {
+		if err := createSchema(ctx, db.DB, cfg.Schema); err != nil {
+			return fmt.Errorf("database: %w", err)
+		}
+	}
 	if err := migrations.Migrate(ctx, db); err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	log.Info("database ready", "migrated_in", time.Since(start).Round(time.Millisecond))
+	var database, schema string
+	if err := db.QueryRowContext(ctx, "SELECT current_database(), coalesce(current_schema(), '')").Scan(&database, &schema); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	log.Info("database ready", "database", database, "schema", schema, "dsn", redactDSN(cfg.DatabaseURL),
+		"migrated_in", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// createSchema creates the schema name unless it exists. It needs the
+// CREATE privilege on the database only when the schema is missing.
+func createSchema(ctx context.Context, db *sql.DB, name string) error {
+	exists := func() (bool, error) {
+		var ok bool
+		err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&ok)
+		return ok, err
+	}
+	if ok, err := exists(); err != nil || ok {
+		return err
+	}
+	// name is a plain identifier (LoadConfig checks it): no quoting needed.
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+name); err != nil {
+		if ok, _ := exists(); ok {
+			return nil // created by another process at the same moment
+		}
+		return fmt.Errorf("create schema %s: %w", name, err)
+	}
+	return nil
+}
+
+// withSearchPath returns dsn (a URL or key=value DSN) with its search_path
+// set to schema, a plain identifier.
+func withSearchPath(dsn, schema string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return dsn + " search_path=" + schema // key=value form
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// kvPassword matches a password in a key=value DSN, quoted or not.
+var kvPassword = regexp.MustCompile(`(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)
+
+// redactDSN returns dsn with its password, if any, replaced by xxxxx.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return kvPassword.ReplaceAllString(dsn, "password=xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // Shutdown stops the app without losing work: no more periodic events; on
