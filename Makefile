@@ -8,14 +8,25 @@ BACKEND ?= mem
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL)
 # Ctrl-C stops it cleanly. Its settings are environment variables
-# (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go).
+# (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go). On
+# PostgreSQL its tables are in the schema conveyor_template, created if missing.
+# The app is built into a temporary directory, removed when it exits, and run
+# as the recipe's own child (not by go run, which exits 1 on a signal): a clean
+# stop on Ctrl-C is a success. On db, the shell and with-postgres.sh ignore
+# SIGINT (its throwaway-cluster trap would exit 130 after the app's clean stop):
+# the app still gets it, and the script still removes its cluster afterwards.
 run: check-go
-ifeq ($(BACKEND),db)
-	scripts/with-postgres.sh env CONVEYOR_BACKEND=db $(GO) run ./template/app
-else ifeq ($(BACKEND),mem)
-	CONVEYOR_BACKEND=mem $(GO) run ./template/app
-else
+ifeq ($(filter $(BACKEND),mem db),)
 	@echo "BACKEND=$(BACKEND): want mem (the default, in memory) or db (PostgreSQL)"; exit 2
+else
+	@set -e; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-run.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) build -o "$$dir/app" ./template/app; \
+	if [ "$(BACKEND)" = db ]; then \
+		trap '' INT; \
+		scripts/with-postgres.sh env CONVEYOR_BACKEND=db CONVEYOR_DB_SCHEMA=conveyor_template "$$dir/app"; \
+	else \
+		CONVEYOR_BACKEND=mem "$$dir/app"; \
+	fi
 endif
 
 ## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL,

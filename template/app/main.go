@@ -23,9 +23,20 @@ func main() {
 	log := newLogger(os.Stderr, cfg.LogLevel)
 	slog.SetDefault(log) // the libraries' own logs look the same
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM stops the app cleanly; a second one exits
+	// at once (even when SIGINT was ignored when the app started, as under
+	// `make run BACKEND=db`: the default action would then be to ignore it).
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	context.AfterFunc(ctx, stop) // a second signal kills at once
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		stop()
+		sig := <-sigs
+		log.Error("second signal: exiting at once, without finishing the work in flight", "signal", sig)
+		os.Exit(1)
+	}()
 
 	if err := run(ctx, cfg, log, os.Stdout); err != nil {
 		log.Error("exiting", "error", err)
