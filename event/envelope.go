@@ -6,9 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"mime"
-	"strings"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -32,30 +32,38 @@ const (
 //	 "time":"2026-01-02T15:04:05.999999999Z","datacontenttype":"application/json","data":{"id":42}}
 //
 // so that people and services in other languages can read the events kept
-// by a backend. Attributes of other CloudEvents extensions are ignored by
-// Decode.
+// by a backend. Attribute names are case-sensitive, as the specification
+// says: Decode reads "id", never "ID", and keeps every other attribute (an
+// extension such as traceparent) in Extensions, which MarshalJSON writes
+// back.
+//
+// The struct tags document the wire names; MarshalJSON and UnmarshalJSON
+// (Decode) read and write the wire form themselves.
 type Envelope struct {
-	SpecVersion     string          `json:"specversion"`
-	ID              string          `json:"id"`
-	Source          string          `json:"source"`
-	Type            EventType       `json:"type"`
-	Subject         string          `json:"subject,omitempty"`
-	Time            time.Time       `json:"time,omitzero"`
-	DataContentType string          `json:"datacontenttype,omitempty"`
-	Data            json.RawMessage `json:"data,omitempty"`
+	SpecVersion     string    `json:"specversion"`
+	ID              string    `json:"id"`
+	Source          string    `json:"source"` // a URI-reference (RFC 3986)
+	Type            EventType `json:"type"`
+	Subject         string    `json:"subject,omitempty"`
+	Time            time.Time `json:"time,omitzero"`
+	DataContentType string    `json:"datacontenttype,omitempty"`
+	DataSchema      string    `json:"dataschema,omitempty"` // an absolute URI
+	// Data is the event's data, a JSON value: nil when the event has
+	// none, the JSON null when it has an explicit "data": null. Decode
+	// puts the bytes of a data_base64 here too, when they are JSON.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Extensions holds the extension attributes, by name (lower-case
+	// ASCII letters and digits), each a JSON string, number or boolean.
+	Extensions map[string]json.RawMessage `json:"-"`
 }
 
-// envelopeFields is Envelope without its MarshalJSON method, for
-// encoding/json to read into.
-type envelopeFields Envelope
-
-// MarshalJSON returns e in the wire form, as Encode writes it.
+// MarshalJSON returns e in the wire form, as Encode writes it, with its
+// extensions in the order of their names. It fails, wrapping
+// ErrInvalidEvent, for an envelope that is not a valid event (see
+// Envelope.Validate).
 func (e Envelope) MarshalJSON() ([]byte, error) {
-	if len(e.Data) > 0 && !json.Valid(e.Data) {
-		return nil, fmt.Errorf("%w: event %s: data is not valid JSON", ErrInvalidEvent, e.ID)
-	}
-	if y := e.Time.Year(); y < 0 || y > 9999 {
-		return nil, fmt.Errorf("%w: event %s: time %v is outside years 0-9999", ErrInvalidEvent, e.ID, e.Time)
+	if err := e.Validate(); err != nil {
+		return nil, err
 	}
 	var data bytes.Buffer
 	if len(e.Data) > 0 {
@@ -67,8 +75,74 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	return e.appendJSON(nil), nil
 }
 
-// appendJSON appends the wire form of e to b. e.Data must be compact JSON
-// (or empty) and e.Time in years 0-9999.
+// UnmarshalJSON reads e from the wire form, as Decode does.
+func (e *Envelope) UnmarshalJSON(b []byte) error {
+	env, err := Decode(b)
+	if err != nil {
+		return err
+	}
+	*e = env
+	return nil
+}
+
+// Validate reports whether e is a CloudEvents 1.0 event that MarshalJSON
+// can write: specversion "1.0", a non-empty id, a source that is a
+// URI-reference, a valid type (EventType.Validate), a time in years
+// 0-9999 if any, a JSON datacontenttype if any, a dataschema that is an
+// absolute URI if any, JSON data, and extensions with valid names
+// (lower-case ASCII letters and digits, not a CloudEvents attribute's)
+// whose values are JSON strings, numbers or booleans. The error wraps
+// ErrInvalidEvent and names what is wrong.
+func (e *Envelope) Validate() error {
+	if err := e.Type.Validate(); err != nil {
+		if e.ID == "" {
+			return err
+		}
+		return fmt.Errorf("event %q: %w", e.ID, err)
+	}
+	if err := e.check(); err != nil {
+		if e.ID == "" {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidEvent, e.Type, err)
+		}
+		return fmt.Errorf("%w: %s %q: %v", ErrInvalidEvent, e.Type, e.ID, err)
+	}
+	return nil
+}
+
+// check reports what makes e not a valid event, but its type.
+func (e *Envelope) check() error {
+	switch {
+	case e.SpecVersion != SpecVersion:
+		return fmt.Errorf("specversion %q, want %q", e.SpecVersion, SpecVersion)
+	case e.ID == "":
+		return errors.New("empty id")
+	case e.Source == "":
+		return errors.New("empty source")
+	case e.Time.Year() < 0 || e.Time.Year() > 9999:
+		return fmt.Errorf("time %v is outside years 0-9999", e.Time)
+	case !isJSONContentType(e.DataContentType):
+		return fmt.Errorf("datacontenttype %q is not JSON", e.DataContentType)
+	case len(e.Data) > 0 && !json.Valid(e.Data):
+		return errors.New("data is not valid JSON")
+	}
+	if err := checkURIRef(e.Source); err != nil {
+		return fmt.Errorf("source %v", err)
+	}
+	if e.DataSchema != "" {
+		if err := checkURI(e.DataSchema); err != nil {
+			return fmt.Errorf("dataschema %v", err)
+		}
+	}
+	for name, v := range e.Extensions {
+		if err := checkExtension(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendJSON appends the wire form of e to b. e must be valid (check), and
+// e.Data compact JSON or empty.
 func (e *Envelope) appendJSON(b []byte) []byte {
 	b = append(b, `{"specversion":`...)
 	b = appendString(b, e.SpecVersion)
@@ -90,6 +164,23 @@ func (e *Envelope) appendJSON(b []byte) []byte {
 	if e.DataContentType != "" {
 		b = append(b, `,"datacontenttype":`...)
 		b = appendString(b, e.DataContentType)
+	}
+	if e.DataSchema != "" {
+		b = append(b, `,"dataschema":`...)
+		b = appendString(b, e.DataSchema)
+	}
+	if len(e.Extensions) > 0 {
+		names := make([]string, 0, len(e.Extensions))
+		for name := range e.Extensions {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			b = append(b, ',', '"')
+			b = append(b, name...) // a-z0-9: nothing to escape
+			b = append(b, '"', ':')
+			b = append(b, e.Extensions[name]...)
+		}
 	}
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
@@ -155,8 +246,9 @@ type Option func(*Envelope)
 // "this is the same event again", so that consumers deduplicate it.
 func WithID(id string) Option { return func(e *Envelope) { e.ID = id } }
 
-// WithSource sets the event's source (a URI-reference naming the producer,
-// such as "/orders-service").
+// WithSource sets the event's source: a URI-reference (RFC 3986) naming
+// the producer, such as "/orders-service" or "urn:example:orders". Encode
+// and the Dispatcher refuse one that is not, with ErrInvalidEvent.
 func WithSource(source string) Option { return func(e *Envelope) { e.Source = source } }
 
 // WithSubject sets the event's subject (what the event is about, such as
@@ -193,8 +285,9 @@ func NewID() string {
 // transaction; a Dispatcher calls it for you.
 //
 // It fails, wrapping ErrInvalidEvent, for a nil event, an invalid type
-// (EventType.Validate), an empty id or source, or data that does not
-// marshal.
+// (EventType.Validate), data that does not marshal, or options that make
+// the envelope invalid (Envelope.Validate): an empty id, a source that is
+// not a URI-reference, a time outside years 0-9999...
 func Encode(e Event, opts ...Option) ([]byte, error) {
 	env, err := newEnvelope(e, opts)
 	if err != nil {
@@ -228,13 +321,8 @@ func newEnvelope(e Event, opts []Option) (*Envelope, error) {
 	for _, o := range opts {
 		o(env)
 	}
-	switch {
-	case env.ID == "":
-		return nil, fmt.Errorf("%w: %s: empty id", ErrInvalidEvent, t)
-	case env.Source == "":
-		return nil, fmt.Errorf("%w: %s: empty source", ErrInvalidEvent, t)
-	case env.Time.Year() < 0 || env.Time.Year() > 9999:
-		return nil, fmt.Errorf("%w: %s: time %v is outside years 0-9999", ErrInvalidEvent, t, env.Time)
+	if err := env.Validate(); err != nil {
+		return nil, err
 	}
 	return env, nil
 }
@@ -252,54 +340,6 @@ func eventType(e Event) (t EventType, err error) {
 		return "", fmt.Errorf("%T: %w", e, err)
 	}
 	return t, nil
-}
-
-// Decode reads an event in its wire form. It checks the envelope, not the
-// data: specversion "1.0", a non-empty id, source and type, a valid time if
-// any, and JSON data (a datacontenttype, if given, that is JSON; no
-// data_base64). Anything else wraps ErrMalformed with the reason.
-func Decode(data []byte) (Envelope, error) {
-	var raw struct {
-		envelopeFields
-		DataBase64 *string `json:"data_base64"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return Envelope{}, malformed("not a JSON CloudEvent: %v", err)
-	}
-	env := Envelope(raw.envelopeFields)
-	switch {
-	case env.SpecVersion != SpecVersion:
-		return Envelope{}, malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
-	case env.ID == "":
-		return Envelope{}, malformed("empty id")
-	case env.Source == "":
-		return Envelope{}, malformed("empty source")
-	case raw.DataBase64 != nil:
-		return Envelope{}, malformed("event %s: data_base64 is not supported, want JSON data", env.ID)
-	case !isJSONContentType(env.DataContentType):
-		return Envelope{}, malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
-	}
-	if err := env.Type.Validate(); err != nil {
-		return Envelope{}, malformed("event %s: %v", env.ID, err)
-	}
-	if bytes.Equal(env.Data, []byte("null")) {
-		env.Data = nil
-	}
-	return env, nil
-}
-
-// isJSONContentType reports whether a datacontenttype means JSON data: empty
-// (JSON by default in the structured format), application/json, text/json,
-// or a +json type, with any parameters.
-func isJSONContentType(ct string) bool {
-	if ct == "" {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
 
 // Metadata describes the event a listener is handling: its envelope's

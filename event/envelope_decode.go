@@ -1,0 +1,365 @@
+package event
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// Decode reads an event in its wire form, the structured JSON format of
+// CloudEvents 1.0. It checks the envelope, not the data: a JSON object
+// whose member names are all distinct; specversion "1.0", a non-empty id
+// and type, a source that is a URI-reference, a valid time and an
+// absolute dataschema if any; data that is JSON (a datacontenttype, if
+// given, that is JSON), given as data or as data_base64 (decoded, its bytes
+// must then be JSON), not both. Names are case-sensitive: "ID" is not
+// "id". Every other member is an extension attribute, kept in Extensions:
+// its name must be lower-case ASCII letters and digits, its value a JSON
+// string, number or boolean (null means absent, as for every attribute).
+// Anything else wraps ErrMalformed with the reason.
+func Decode(data []byte) (Envelope, error) {
+	if !json.Valid(data) {
+		var v json.RawMessage // for encoding/json's description of the error
+		err := json.Unmarshal(data, &v)
+		return Envelope{}, malformed("not a JSON CloudEvent: %v", err)
+	}
+	var env Envelope
+	var dataBase64 *string
+	seen := make(map[string]struct{}, 10)
+	err := members(data, func(name string, v []byte) error {
+		if _, dup := seen[name]; dup {
+			return malformed("member %q appears more than once", name)
+		}
+		seen[name] = struct{}{}
+		if name == "data" {
+			env.Data = bytes.Clone(v) // "null" included: an explicit null is not absent data
+			return nil
+		}
+		if !isAttribute(name) && name != "data_base64" {
+			if err := checkExtensionName(name); err != nil {
+				return malformed("%v", err)
+			}
+			if string(v) == "null" {
+				return nil // absent
+			}
+			if err := checkExtensionValue(name, v); err != nil {
+				return malformed("%v", err)
+			}
+			if env.Extensions == nil {
+				env.Extensions = make(map[string]json.RawMessage)
+			}
+			env.Extensions[name] = bytes.Clone(v)
+			return nil
+		}
+		s, ok, err := stringMember(name, v)
+		if err != nil || !ok { // !ok: null, absent
+			return err
+		}
+		switch name {
+		case "specversion":
+			env.SpecVersion = s
+		case "id":
+			env.ID = s
+		case "source":
+			env.Source = s
+		case "type":
+			env.Type = EventType(s)
+		case "subject":
+			env.Subject = s
+		case "time":
+			if err := env.Time.UnmarshalText([]byte(s)); err != nil {
+				return malformed("time %q is not an RFC 3339 timestamp", s)
+			}
+		case "datacontenttype":
+			env.DataContentType = s
+		case "dataschema":
+			env.DataSchema = s
+		case "data_base64":
+			dataBase64 = &s
+		}
+		return nil
+	})
+	if err != nil {
+		return Envelope{}, err
+	}
+
+	switch {
+	case env.SpecVersion != SpecVersion:
+		return Envelope{}, malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
+	case env.ID == "":
+		return Envelope{}, malformed("empty id")
+	case env.Source == "":
+		return Envelope{}, malformed("event %s: empty source", env.ID)
+	case !isJSONContentType(env.DataContentType):
+		return Envelope{}, malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
+	}
+	if err := env.Type.Validate(); err != nil {
+		return Envelope{}, malformed("event %s: %v", env.ID, err)
+	}
+	if err := checkURIRef(env.Source); err != nil {
+		return Envelope{}, malformed("event %s: source %v", env.ID, err)
+	}
+	if env.DataSchema != "" {
+		if err := checkURI(env.DataSchema); err != nil {
+			return Envelope{}, malformed("event %s: dataschema %v", env.ID, err)
+		}
+	}
+	if dataBase64 != nil {
+		if env.Data != nil {
+			return Envelope{}, malformed("event %s: both data and data_base64", env.ID)
+		}
+		b, err := base64.StdEncoding.DecodeString(*dataBase64)
+		if err != nil {
+			return Envelope{}, malformed("event %s: data_base64 is not base64: %v", env.ID, err)
+		}
+		if len(b) > 0 { // no bytes: no data
+			if !json.Valid(b) {
+				return Envelope{}, malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
+			}
+			env.Data = b
+		}
+	}
+	return env, nil
+}
+
+// isAttribute reports whether name is a CloudEvents 1.0 context attribute
+// of the JSON format that this package reads itself (data aside).
+func isAttribute(name string) bool {
+	switch name {
+	case "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema":
+		return true
+	}
+	return false
+}
+
+// stringMember returns the string value v of the member name, ok false for
+// null. v is valid JSON.
+func stringMember(name string, v []byte) (s string, ok bool, err error) {
+	if string(v) == "null" {
+		return "", false, nil
+	}
+	if v[0] != '"' {
+		return "", false, malformed("%s is %s, want a string", name, describeJSON(v))
+	}
+	return unquote(v), true, nil
+}
+
+// unquote returns the JSON string v (valid JSON) as encoding/json reads it.
+func unquote(v []byte) string {
+	in := v[1 : len(v)-1]
+	if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return string(in)
+	}
+	var s string
+	_ = json.Unmarshal(v, &s) // cannot fail: v is a valid JSON string
+	return s
+}
+
+// members calls f with the name and the value of each member of the JSON
+// object in b, in order, until f returns an error. b is valid JSON; an
+// error wrapping ErrMalformed says that it is not an object.
+func members(b []byte, f func(name string, v []byte) error) error {
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return malformed("not a JSON CloudEvent: %s, want an object", describeJSON(b[i:]))
+	}
+	i = skipSpace(b, i+1)
+	if b[i] == '}' {
+		return nil
+	}
+	for {
+		end := skipValue(b, i) // the name, a string
+		name := unquote(b[i:end])
+		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
+		end = skipValue(b, i)
+		if err := f(name, b[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(b, end)
+		if b[i] == '}' {
+			return nil
+		}
+		i = skipSpace(b, i+1) // past the comma
+	}
+}
+
+// skipSpace returns the index of the first byte of b at or after i that
+// is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// b[i]. b is valid JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && bytes.IndexByte([]byte(",}] \t\r\n"), b[i]) < 0 { // a number, true, false or null
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string that starts at
+// b[i]. b is valid JSON.
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// checkExtensionName reports whether name can name an extension
+// attribute: 1 or more lower-case ASCII letters or digits, as CloudEvents
+// 1.0 requires of attribute names, and not a CloudEvents attribute's name.
+// So "ID" or "Data" is refused, never read as "id" or "data".
+func checkExtensionName(name string) error {
+	if name == "" {
+		return errors.New("member with an empty name: want an attribute name of lower-case letters and digits")
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return fmt.Errorf("member %q is not a CloudEvents attribute: names are lower-case ASCII letters and digits, and case-sensitive", name)
+		}
+	}
+	if isAttribute(name) || name == "data" {
+		return fmt.Errorf("extension %q has the name of a CloudEvents attribute", name)
+	}
+	return nil
+}
+
+// checkExtension reports whether an extension attribute is valid: its
+// name (checkExtensionName) and its value, a JSON string, number or
+// boolean.
+func checkExtension(name string, v json.RawMessage) error {
+	if err := checkExtensionName(name); err != nil {
+		return err
+	}
+	return checkExtensionValue(name, v)
+}
+
+// checkExtensionValue reports whether v is a JSON string, number or
+// boolean, as CloudEvents types are in the JSON format.
+func checkExtensionValue(name string, v json.RawMessage) error {
+	if !json.Valid(v) {
+		return fmt.Errorf("extension %q: value is not valid JSON", name)
+	}
+	switch c := bytes.TrimLeft(v, " \t\r\n")[0]; {
+	case c == '"', c == 't', c == 'f', c == '-', c >= '0' && c <= '9':
+		return nil
+	}
+	return fmt.Errorf("extension %q is %s, want a string, number or boolean", name, describeJSON(v))
+}
+
+// checkURIRef reports why s is not a URI-reference (RFC 3986, section
+// 4.1): a character that a URI cannot hold, a % not followed by two hex
+// digits, brackets outside an IP literal host, or what net/url refuses.
+func checkURIRef(s string) error {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return fmt.Errorf("%q is not a URI-reference: %% not followed by two hex digits", s)
+			}
+			i += 2
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0:
+		default:
+			return fmt.Errorf("%q is not a URI-reference: character %q must be percent-encoded", s, rune(c))
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%q is not a URI-reference: %v", s, err)
+	}
+	if strings.Count(s, "#") > 1 {
+		return fmt.Errorf("%q is not a URI-reference: more than one #", s)
+	}
+	if n := strings.Count(s, "[") + strings.Count(s, "]"); n > 0 &&
+		(n != 2 || !strings.HasPrefix(u.Host, "[") || !strings.Contains(u.Host, "]")) {
+		return fmt.Errorf("%q is not a URI-reference: [ and ] only enclose an IP literal host", s)
+	}
+	return nil
+}
+
+// checkURI reports why s is not an absolute URI (RFC 3986, section 4.3).
+func checkURI(s string) error {
+	if err := checkURIRef(s); err != nil {
+		return err
+	}
+	if u, _ := url.Parse(s); !u.IsAbs() {
+		return fmt.Errorf("%q is not an absolute URI: no scheme", s)
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// isJSONContentType reports whether a datacontenttype means JSON data: empty
+// (JSON by default in the structured format), application/json, text/json,
+// or a +json type, with any parameters.
+func isJSONContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
+}
+
+// describeJSON names the kind of the JSON value v for an error message.
+func describeJSON(v json.RawMessage) string {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 {
+		return "empty"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
