@@ -31,9 +31,16 @@ endif
 
 ## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL,
 ## then a smoke run of the benchmark harness (bench/, its own module)
+# go test -json goes through internal/testprogress: a line per package as it
+# finishes, the packages still running after 20 s of quiet, the full output of
+# failing tests. With pipefail the recipe's status is go test's.
 test: lint
-	scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 9m ./...
-	cd bench && ../scripts/with-postgres.sh $(GO) test -count=1 -timeout 5m ./...
+	@set -o pipefail; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-test.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) build -o "$$dir/testprogress" ./internal/testprogress || exit; \
+	echo "go test -race ./... (against PostgreSQL)"; \
+	scripts/with-postgres.sh $(GO) test -json -race -count=1 -timeout 9m ./... | "$$dir/testprogress" || exit; \
+	echo "go test ./... in bench/"; \
+	(cd bench && ../scripts/with-postgres.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
 ## lint: gofmt check and go vet
 lint: fmt-check vet
