@@ -44,6 +44,10 @@
 //
 //   - The type name routes events, not the Go type; each event has a fresh
 //     id, the same on every delivery (Meta(ctx).ID).
+//   - Events are CloudEvents 1.0 in the structured JSON format, read as the
+//     specification says: case-sensitive attribute names, no member twice,
+//     extensions kept (Envelope.Extensions), data as JSON or data_base64
+//     holding JSON. Anything else is malformed (ErrMalformed), never guessed.
 //   - Delivery is at least once: listeners must be idempotent, or claim
 //     with Claim. A claim in the listener's transaction commits with its
 //     effects; one made without is released when the listener fails, so

@@ -9,8 +9,10 @@ import (
 // error of package pubsub or di) with context: match them with errors.Is.
 var (
 	// ErrInvalidEvent is returned by Encode and the Dispatcher for an event
-	// that cannot be sent: nil, an empty or malformed type, or data that
-	// does not marshal to JSON.
+	// that cannot be sent: nil, an empty or malformed type, data that does
+	// not marshal to JSON, or a source that is not a URI-reference; and by
+	// Envelope.MarshalJSON and Envelope.Validate for an envelope that is
+	// not a valid CloudEvent.
 	ErrInvalidEvent = errors.New("event: invalid event")
 	// ErrMalformed means that a message is not an event this package can
 	// read: not a CloudEvents 1.0 JSON envelope (Decode), or data that does
