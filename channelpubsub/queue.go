@@ -3,10 +3,12 @@ package channelpubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -182,7 +184,8 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 		case q.batchSlot <- struct{}{}:
 			<-q.batchSlot
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("channelpubsub: enqueue on %s: waiting behind a batch until ctx ended: %w",
+				backend.Label(q.topic, q.sub), ctx.Err())
 		case <-handleClosed:
 			return errStopped
 		case <-q.ps.closed:
@@ -219,7 +222,8 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 	case q.ch <- e:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("channelpubsub: enqueue on %s: full (Options.Capacity %d) until ctx ended: %w",
+			backend.Label(q.topic, q.sub), cap(q.ch), ctx.Err())
 	case <-handleClosed:
 		return errStopped
 	case <-q.ps.closed:

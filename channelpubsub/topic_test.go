@@ -27,8 +27,8 @@ func TestEnqueueBlocksWhenFull(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if err := tp.Enqueue(short, []byte{2}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Enqueue on a full topic: %v, want it to block until ctx ends", err)
+	if err := tp.Enqueue(short, []byte{2}); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `topic "full"`) {
+		t.Fatalf("Enqueue on a full topic: %v, want it to block until ctx ends, and the error to name the topic", err)
 	}
 	// The refused message was not added: room for exactly one more.
 	m, err := tp.Dequeue(ctx)

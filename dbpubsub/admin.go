@@ -106,7 +106,7 @@ func (t *Topic) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.U
 	ps := t.st.ps
 	ch, err := t.st.channel(ctx)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("dbpubsub: requeue dead messages of %s: %w", t.st.label(), err)
 	}
 	var n int64
 	err = ps.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

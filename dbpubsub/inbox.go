@@ -31,7 +31,7 @@ func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Conte
 	}
 	ps := st.ps
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return false, nil, err
+		return false, nil, fmt.Errorf("dbpubsub: claim %q on %s: %w", key, st.label(), err)
 	}
 	if idb == nil {
 		ex = ps.sqldb
@@ -45,7 +45,7 @@ func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Conte
 		return err
 	})
 	if err != nil {
-		return false, nil, ctxErr(ctx, notMigrated(ps, err, fmt.Sprintf("claim %q on %s", key, st.label())))
+		return false, nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, fmt.Sprintf("claim %q on %s", key, st.label()))))
 	}
 	release := func(context.Context) error { return nil }
 	if idb == nil && n == 1 {

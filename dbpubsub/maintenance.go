@@ -46,7 +46,7 @@ func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) er
 func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 	q, err := ps.qualifiedTable(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dbpubsub: rescue: %w", err)
 	}
 	var topics []string
 	for {
@@ -115,7 +115,7 @@ func (ps *PubSub) pruneInbox(ctx context.Context) error {
 		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.pruneInbox, ps.opts.Retention.Microseconds(), pruneBatch)
 		cancel()
 		if err != nil {
-			return notMigrated(ps, err, "prune the inbox")
+			return fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, "prune the inbox"))
 		}
 		n, err := res.RowsAffected()
 		if err != nil {

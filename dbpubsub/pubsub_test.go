@@ -239,10 +239,21 @@ func TestNotMigrated(t *testing.T) {
 		if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "migrations.Migrate") {
 			t.Fatalf("%s on a schema never migrated: %v, want ErrNotMigrated naming migrations.Migrate", what, err)
 		}
+		if n := strings.Count(err.Error(), "dbpubsub:"); n > 1 {
+			t.Errorf("%s on a schema never migrated: %v; says dbpubsub %d times", what, err, n)
+		}
 	}
 	check("Enqueue", tp.Enqueue(ctx, []byte("x")))
 	_, err := tp.Dequeue(ctx)
 	check("Dequeue", err)
+	_, err = ps.Subscribe(ctx, "x", "s")
+	check("Subscribe", err)
+	_, err = ps.Subscriptions(ctx, "x")
+	check("Subscriptions", err)
+	_, _, err = pubsub.Claim(ctx, tp, "k")
+	check("Claim", err)
+	_, err = pubsub.TopicStats(ctx, tp)
+	check("Stats", err)
 	check("Verify", migrations.Verify(ctx, db))
 }
 

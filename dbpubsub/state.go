@@ -245,10 +245,10 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	cancel()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
-		return nil, fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)"))
+		return nil, migrations.NotMigratedError(ps.opts.Table, "lacks migration 0003 (a ready table per topic)")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the ready table of %s: %w", st.label(), err)
+		return nil, fmt.Errorf("look up the ready table of %s: %w", st.label(), err)
 	}
 	seq, err := ps.idSeq(ctx, table)
 	if err != nil {
@@ -274,10 +274,10 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
 	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("dbpubsub: %w", migrations.NotMigratedError(ps.opts.Table, "is missing"))
+		return "", migrations.NotMigratedError(ps.opts.Table, "is missing")
 	}
 	if err != nil {
-		return "", fmt.Errorf("dbpubsub: look up table %q: %w", ps.opts.Table, err)
+		return "", fmt.Errorf("look up table %q: %w", ps.opts.Table, err)
 	}
 	ps.qualified.Store(&q)
 	return q, nil
@@ -302,7 +302,7 @@ func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) 
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
 	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the id sequence of table %s: %w", table, err)
+		return nil, fmt.Errorf("look up the id sequence of table %s: %w", table, err)
 	}
 	ps.ids.Store(&s)
 	return &s, nil

@@ -87,14 +87,14 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 		var name sql.NullString
 		if err := rows.Scan(&rt.version, &name); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("dbpubsub: look up the subscriptions of %s: %w", st.label(), err)
+			return nil, fmt.Errorf("look up the subscriptions of %s: %w", st.label(), err)
 		}
 		if name.Valid {
 			subs = append(subs, name.String)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: look up the subscriptions of %s: %w", st.label(), err)
+		return nil, fmt.Errorf("look up the subscriptions of %s: %w", st.label(), err)
 	}
 	rows.Close()
 	if len(subs) == 0 {
@@ -154,9 +154,9 @@ func queryer(q execer) interface {
 func notMigrated(ps *PubSub, err error, what string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		return fmt.Errorf("dbpubsub: %s: %w", what, migrations.NotMigratedError(ps.opts.Table, "lacks migration 0005 (subscriptions)"))
+		return fmt.Errorf("%s: %w", what, migrations.NotMigratedError(ps.opts.Table, "lacks migration 0005 (subscriptions)"))
 	}
-	return fmt.Errorf("dbpubsub: %s: %w", what, err)
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Subscribe creates subscription sub of topic unless it exists, for every
@@ -173,7 +173,7 @@ func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topi
 		return nil, err
 	}
 	if err := t.st.declare(ctx); err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: subscribe to %s: %w", t.st.label(), err))
 	}
 	return t, nil
 }
@@ -183,14 +183,15 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 	if err := pubsub.ValidateTopicName(topic); err != nil {
 		return nil, fmt.Errorf("dbpubsub: %w", err)
 	}
+	what := fmt.Sprintf("list the subscriptions of topic %q", topic)
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dbpubsub: %s: %w", what, err)
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
 	rows, err := ps.sqldb.QueryContext(sctx, ps.stmts.listSubs, topic)
 	if err != nil {
-		return nil, notMigrated(ps, err, fmt.Sprintf("list the subscriptions of topic %q", topic))
+		return nil, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, what))
 	}
 	defer rows.Close()
 	subs := []string{}
@@ -219,10 +220,10 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	st := ps.state(topic, sub)
 	m, err := st.lookup(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("dbpubsub: delete %s: %w", st.label(), err)
 	}
 	fail := func(err error) error {
-		return ctxErr(ctx, notMigrated(ps, err, "delete "+st.label()))
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, "delete "+st.label())))
 	}
 	ctx, cancel := ps.stmtCtx(ctx) // the whole transaction: a handful of statements
 	defer cancel()
@@ -295,7 +296,7 @@ func (st *topicState) declare(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return notMigrated(ps, err, "create "+st.label())
+		return notMigrated(ps, err, "create the subscription")
 	}
 	st.declared.Store(true)
 	ps.state(st.topic, pubsub.DefaultSubscription).rt.Store(nil)

@@ -32,6 +32,7 @@ type serviceKey struct {
 type service struct {
 	doName  string // the name do knows it by
 	display string // short name for errors: `*app.DB` or `pubsub.Topic "orders"`
+	typ     reflect.Type
 
 	// The instance, once built, guarded by state.mu. Every service is a
 	// singleton, so a top-level resolution (not from a provider, hence
@@ -102,7 +103,7 @@ func (st *state) withInjector(ctx context.Context, inj do.Injector) context.Cont
 func newService[T any](name string) (serviceKey, *service) {
 	typ := reflect.TypeFor[T]()
 	key := serviceKey{typ: typ, name: name}
-	svc := &service{doName: do.NameOf[T](), display: typ.String()}
+	svc := &service{doName: do.NameOf[T](), display: typ.String(), typ: typ}
 	if name != "" {
 		svc.doName += "#" + name
 		svc.display = fmt.Sprintf("%s %q", typ, name)

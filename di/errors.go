@@ -3,7 +3,9 @@ package di
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/samber/do/v2"
 )
@@ -39,13 +41,27 @@ func errNoInjector(op string) error {
 	return fmt.Errorf("%w (in di.%s)", ErrNoInjector, op)
 }
 
-// errNotFound names the missing service and, when filling, the field.
-func errNotFound(display, field string) error {
-	if field == "" {
-		return fmt.Errorf("%w: %s", ErrNotFound, display)
+// errNotFound names the missing service of type typ and, when filling,
+// the field, and says how to provide it when its package told (Hint).
+func errNotFound(typ reflect.Type, display, field string) error {
+	hint := ""
+	if h, ok := hints.Load(typ); ok {
+		hint = "; " + h.(string)
 	}
-	return fmt.Errorf("%w: %s (field %s)", ErrNotFound, display, field)
+	if field == "" {
+		return fmt.Errorf("%w: %s%s", ErrNotFound, display, hint)
+	}
+	return fmt.Errorf("%w: %s (field %s)%s", ErrNotFound, display, field, hint)
 }
+
+// hints are what ErrNotFound says of a type, by reflect.Type (Hint).
+var hints sync.Map
+
+// Hint sets what an ErrNotFound for a service of type T (any name) says
+// after naming it: how to provide it. A package whose types are provided by
+// a registration function of its own calls it at init, for example
+// pubsub: "call a backend's Register(ctx), then pubsub.RegisterTopic(ctx)".
+func Hint[T any](hint string) { hints.Store(reflect.TypeFor[T](), hint) }
 
 // errProvide wraps the failure of the provider of display.
 func errProvide(display, field string, err error) error {
@@ -77,7 +93,7 @@ func (st *state) translate(svc *service, field string, err error) error {
 	case errors.Is(err, do.ErrServiceNotFound):
 		// Our providers never let a do error escape (nested calls translate
 		// theirs), so this is about svc: it was removed by a Shutdown.
-		return errNotFound(svc.display, field)
+		return errNotFound(svc.typ, svc.display, field)
 	default:
 		return errProvide(svc.display, field, err)
 	}

@@ -170,3 +170,22 @@ func TestSentinelsDistinct(t *testing.T) {
 		}
 	}
 }
+
+type hinted struct{}
+
+// A Hint for a type is said by its ErrNotFound, resolving or filling.
+func TestHintOnNotFound(t *testing.T) {
+	Hint[*hinted]("call hinted.Register(ctx) first")
+	ctx := NewContext(context.Background())
+	_, err := Resolve[*hinted](ctx)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "call hinted.Register(ctx) first") {
+		t.Fatalf("Resolve: %v, want ErrNotFound with the hint", err)
+	}
+	var target struct {
+		H *hinted `inject:""`
+	}
+	err = Fill(ctx, &target)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "call hinted.Register(ctx) first") {
+		t.Fatalf("Fill: %v, want ErrNotFound with the hint", err)
+	}
+}

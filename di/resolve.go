@@ -49,7 +49,7 @@ func resolve[T any](ctx context.Context, op, name string) (T, error) {
 	key := serviceKey{typ: reflect.TypeFor[T](), name: name}
 	svc, value, cached := b.lookup(key)
 	if svc == nil {
-		return zero, errNotFound(keyDisplay(key), "")
+		return zero, errNotFound(key.typ, keyDisplay(key), "")
 	}
 	if cached {
 		v, _ := value.(T) // a nil interface value gives the zero T
@@ -70,7 +70,7 @@ func (b *binding) resolveAny(key serviceKey, optional bool, path string) (v any,
 		if optional {
 			return nil, false, nil
 		}
-		return nil, false, errNotFound(keyDisplay(key), path)
+		return nil, false, errNotFound(key.typ, keyDisplay(key), path)
 	}
 	if cached {
 		return value, true, nil

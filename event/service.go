@@ -275,8 +275,12 @@ func (s *Service) Start(ctx context.Context) error {
 // Register), which calls prepare.
 func (s *Service) resolve(ctx context.Context) error {
 	reg, err := di.Resolve[*registry](ctx)
-	if errors.Is(err, di.ErrNotFound) || errors.Is(err, di.ErrNoInjector) {
-		return fmt.Errorf("event: start the %s: call event.Register(ctx) on the app's injector first: %w", s.desc, err)
+	switch {
+	case errors.Is(err, di.ErrNoInjector):
+		return fmt.Errorf("event: start the %s: ctx has no injector: make it with di.NewContext, then call event.Register(ctx) (%w)", s.desc, di.ErrNoInjector)
+	case errors.Is(err, di.ErrNotFound):
+		// The registry is internal: say what to call, not its type.
+		return fmt.Errorf("event: start the %s: call event.Register(ctx) on the app's injector first (%w)", s.desc, di.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("event: start the %s: %w", s.desc, err)

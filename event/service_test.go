@@ -690,6 +690,9 @@ func TestStartErrors(t *testing.T) {
 			if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.text) {
 				t.Fatalf("Start: %v; want %v mentioning %q", err, c.want, c.text)
 			}
+			if strings.Contains(fmt.Sprint(err), "event.registry") {
+				t.Fatalf("Start: %v; names the package's internal type", err)
+			}
 		})
 	}
 }

@@ -31,3 +31,9 @@ func RegisterTopic(ctx context.Context) error {
 		return OpenTopic(ps, name)
 	})
 }
+
+// What a di.ErrNotFound for a Topic or a PubSub says to do.
+func init() {
+	di.Hint[Topic]("call a backend's Register(ctx) (channelpubsub or dbpubsub) and pubsub.RegisterTopic(ctx) on the injector first")
+	di.Hint[PubSub]("call channelpubsub.Register(ctx) or dbpubsub.Register(ctx) on the injector first")
+}

@@ -63,3 +63,15 @@ func TestRegisterTopicTwice(t *testing.T) {
 		t.Fatalf("second RegisterTopic: %v, want di.ErrAlreadyRegistered", err)
 	}
 }
+
+// Filling a Topic field before RegisterTopic says what to register.
+func TestFillBeforeRegisterTopicSaysWhatToRegister(t *testing.T) {
+	ctx := di.NewContext(context.Background())
+	var h struct {
+		Queue pubsub.Topic `inject:"orders"`
+	}
+	err := di.Fill(ctx, &h)
+	if !errors.Is(err, di.ErrNotFound) || !strings.Contains(err.Error(), "pubsub.RegisterTopic(ctx)") {
+		t.Fatalf("Fill before RegisterTopic: %v, want di.ErrNotFound saying to call pubsub.RegisterTopic", err)
+	}
+}
