@@ -46,6 +46,14 @@ func TestEndToEnd(t *testing.T) {
 		p.waitHandled(t)
 		p.stop(t)
 	})
+	t.Run("MemSIGINT", func(t *testing.T) {
+		// Ctrl-C: the same clean stop and exit 0 as SIGTERM.
+		t.Parallel()
+		p := startApp(t, "CONVEYOR_BACKEND=mem")
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.stopWith(t, syscall.SIGINT)
+	})
 	t.Run("MemStopAtOnce", func(t *testing.T) {
 		// SIGTERM right after the last order: the events still queued in
 		// memory exist nowhere else, so the app handles them before exiting.
@@ -311,13 +319,19 @@ func (p *process) waitHandledCount(t *testing.T, want map[string]int) {
 // skips a tick of its 200ms period.)
 func (p *process) stop(t *testing.T) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	p.stopWith(t, syscall.SIGTERM)
+}
+
+// stopWith is stop with the signal sig.
+func (p *process) stopWith(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-p.exited:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the app did not exit within 30s of SIGTERM")
+		t.Fatalf("the app did not exit within 30s of %v", sig)
 	}
 	if p.err != nil {
 		t.Fatalf("the app exited with %v, want exit code 0", p.err)

@@ -211,11 +211,13 @@ func runNew(args []string, stdout, stderr io.Writer, e env) int {
 	if repl == "" {
 		fmt.Fprintf(stdout, "  go mod tidy     # fetches conveyor %s and records its checksums\n", ver)
 	}
-	fmt.Fprint(stdout, `  go run .        # serves on http://127.0.0.1:8080, events in memory
+	// The app is built, then run, rather than go run: go run exits 1 when
+	// Ctrl-C stops the app, which itself exits 0 after a clean stop.
+	fmt.Fprint(stdout, `  go build -o app . && ./app   # serves on http://127.0.0.1:8080, events in memory; Ctrl-C stops it
   curl -X POST http://127.0.0.1:8080/orders -H 'Content-Type: application/json' -d '{"item":"book","qty":1}'
   go test ./...
 
-On PostgreSQL: CONVEYOR_BACKEND=db DATABASE_URL=postgres://... go run .
+On PostgreSQL: CONVEYOR_BACKEND=db DATABASE_URL=postgres://... ./app
 `)
 	return 0
 }

@@ -117,7 +117,7 @@ func TestNew(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
-	for _, w := range []string{"Created example.com/shop in " + dir, "cd " + dir, "go run .", "curl -X POST"} {
+	for _, w := range []string{"Created example.com/shop in " + dir, "cd " + dir, "go build -o app . && ./app", "curl -X POST"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("the output does not say %q:\n%s", w, out)
 		}

@@ -4,7 +4,8 @@
 // services consume the topic, each on its own subscription, so each gets
 // every event: fulfilment, and analytics counting the orders.
 //
-// Run it with `go run .`; configure it with environment variables (see
+// Build and run it with `go build -o app . && ./app` (go run exits 1 when a
+// signal stops the app); configure it with environment variables (see
 // Config): CONVEYOR_BACKEND=db with DATABASE_URL keeps the events in
 // PostgreSQL instead of memory. SIGINT or SIGTERM stops it cleanly: it stops
 // taking orders, finishes the work in flight and exits 0.
