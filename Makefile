@@ -30,7 +30,8 @@ else
 endif
 
 ## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL,
-## then a smoke run of the benchmark harness (bench/, its own module)
+## then a smoke run of the benchmark harness (bench/, its own module) and the tests
+## against the official CloudEvents SDK (interop/, its own module)
 # go test -json goes through internal/testprogress: a line per package as it
 # finishes, the packages still running after 20 s of quiet, the full output of
 # failing tests. With pipefail the recipe's status is go test's.
@@ -40,7 +41,9 @@ test: lint
 	echo "go test -race ./... (against PostgreSQL)"; \
 	scripts/with-postgres.sh $(GO) test -json -race -count=1 -timeout 9m ./... | "$$dir/testprogress" || exit; \
 	echo "go test ./... in bench/"; \
-	(cd bench && ../scripts/with-postgres.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress"
+	(cd bench && ../scripts/with-postgres.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress" || exit; \
+	echo "go test -race ./... in interop/ (against the CloudEvents SDK)"; \
+	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
 ## lint: gofmt check and go vet
 lint: fmt-check vet
@@ -52,6 +55,7 @@ fmt-check: check-go
 vet: check-go
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd interop && $(GO) vet ./...
 
 ## bench: conveyor against its peers, side by side (bench/, ~8 min); writes BENCHMARKS.md
 ## and bench/results/. BENCH_FLAGS passes flags (cd bench && go run . -h lists them).

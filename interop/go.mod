@@ -1,0 +1,18 @@
+module github.com/conveyorgo/conveyor/interop
+
+go 1.25.0
+
+require (
+	github.com/cloudevents/sdk-go/v2 v2.16.2
+	github.com/conveyorgo/conveyor v0.0.0
+)
+
+require (
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+	github.com/samber/do/v2 v2.0.0 // indirect
+	github.com/samber/go-type-to-string v1.8.0 // indirect
+)
+
+replace github.com/conveyorgo/conveyor => ../
