@@ -2,6 +2,7 @@ package event
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,7 @@ func Decode(data []byte) (Envelope, error) {
 	}
 	var env Envelope
 	var dataBase64 *string
+	var extErr error // the first bad extension, reported with specversion: JSON of another kind is told as such first
 	seen := make(map[string]struct{}, 10)
 	err := members(data, func(name string, v []byte) error {
 		if _, dup := seen[name]; dup {
@@ -43,13 +45,15 @@ func Decode(data []byte) (Envelope, error) {
 		}
 		if !isAttribute(name) && name != "data_base64" {
 			if err := checkExtensionName(name); err != nil {
-				return malformed("%v", err)
+				extErr = cmp.Or(extErr, err)
+				return nil
 			}
 			if string(v) == "null" {
 				return nil // absent
 			}
 			if err := checkExtensionValue(name, v); err != nil {
-				return malformed("%v", err)
+				extErr = cmp.Or(extErr, err)
+				return nil
 			}
 			if env.Extensions == nil {
 				env.Extensions = make(map[string]json.RawMessage)
@@ -90,8 +94,12 @@ func Decode(data []byte) (Envelope, error) {
 	}
 
 	switch {
+	case env.SpecVersion != SpecVersion && extErr != nil:
+		return Envelope{}, malformed("specversion %q, want %q; and %v", env.SpecVersion, SpecVersion, extErr)
 	case env.SpecVersion != SpecVersion:
 		return Envelope{}, malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
+	case extErr != nil:
+		return Envelope{}, malformed("%v", extErr)
 	case env.ID == "":
 		return Envelope{}, malformed("empty id")
 	case env.Source == "":

@@ -91,7 +91,7 @@ func add[E Event](s *Service, l Listener[E], name string, target any) error {
 			if rt.Kind() == reflect.Pointer {
 				e = reflect.New(rt.Elem()).Interface().(E)
 			}
-			if len(data) > 0 {
+			if len(data) > 0 && string(data) != "null" { // an explicit null is the zero event, as no data
 				if err := json.Unmarshal(data, &e); err != nil {
 					return Permanent(malformed("data of %s does not decode into %s: %v", typ, rt, err))
 				}
