@@ -34,9 +34,11 @@
 //
 // An app role that does not own the tables needs USAGE on their schema,
 // SELECT, INSERT, UPDATE and DELETE on <table>, <table>_ready and the
-// three subscriptions' tables, USAGE on <table>_id_seq, and EXECUTE on the
-// ready-table function, which runs with the rights of the role that ran
-// the migrations and which PUBLIC may not call:
+// three subscriptions' tables, USAGE on <table>_id_seq, SELECT on
+// <table>_migrations (to run Migrate or Verify at start-up: on an
+// up-to-date schema Migrate only reads it), and EXECUTE on the ready-table
+// function, which runs with the rights of the role that ran the migrations
+// and which PUBLIC may not call:
 //
 //	GRANT EXECUTE ON FUNCTION conveyor_events_ready_table(text) TO app;
 //
