@@ -74,8 +74,9 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 
 // EnqueueUnique publishes a copy of data to every subscription that keeps
 // no message enqueued under key and not yet acked (ready, scheduled,
-// processing or dead); it reports whether a subscription got one. The key
-// is freed in a subscription when its message there is acked or purged.
+// processing, dead, or acked within Options.Retention); it reports whether
+// a subscription got one. The key is freed in a subscription when its
+// message there is purged, or Options.Retention after its ack.
 func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
 	if err := pubsub.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: %w", t.ts.name, err)
@@ -304,5 +305,5 @@ func (t *topic) check() error {
 }
 
 func (t *topic) closedErr() error {
-	return fmt.Errorf("channelpubsub: %s: %w", t.label, pubsub.ErrClosed)
+	return backend.ClosedError("channelpubsub", t.ts.name, t.sub)
 }

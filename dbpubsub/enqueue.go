@@ -233,19 +233,9 @@ func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, exece
 	if c.idb == nil {
 		ex = c.t.pub.ps.sqldb
 	}
-	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) error {
-		for i := 0; ; i++ {
-			ok, err := f(ctx, ex, c.rt)
-			if err != nil || ok {
-				return err
-			}
-			if i == maxReroutes {
-				return errRouteChanged
-			}
-			if c.rt, err = c.t.pub.reroute(ctx, ex); err != nil {
-				return err
-			}
-		}
+	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) (err error) {
+		c.rt, err = c.t.pub.onRoute(ctx, ex, c.rt, func(rt *route) (bool, error) { return f(ctx, ex, rt) })
+		return err
 	})
 }
 
@@ -292,6 +282,7 @@ func (c *enqueueCall) fail(ctx context.Context, err error) error {
 // or *sql.Conn (not bun's wrappers, which render arguments into the text).
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
@@ -542,17 +533,10 @@ func (g *enqGroup) handOff() {
 // "Enqueue".)
 func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) (*route, error) {
 	rt, err := t.pub.route(ctx)
-	for i := 0; err == nil; i++ {
-		var ok bool
-		if ok, err = t.insertOn(ctx, ex, rt, group); err != nil || ok {
-			break
-		}
-		if i == maxReroutes {
-			return nil, errRouteChanged
-		}
-		rt, err = t.pub.reroute(ctx, ex)
+	if err != nil {
+		return nil, err
 	}
-	return rt, err
+	return t.pub.onRoute(ctx, ex, rt, func(rt *route) (bool, error) { return t.insertOn(ctx, ex, rt, group) })
 }
 
 // insertOn runs insertRows's statement on rt and reports whether rt was

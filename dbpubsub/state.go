@@ -116,7 +116,7 @@ func (ps *PubSub) wakeLocal(name string) {
 }
 
 func (st *topicState) closedErr() error {
-	return fmt.Errorf("dbpubsub: %s: %w", st.label(), pubsub.ErrClosed)
+	return backend.ClosedError("dbpubsub", st.topic, st.sub)
 }
 
 // take returns a buffered row, or else registers the caller as a waiter.

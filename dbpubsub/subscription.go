@@ -77,7 +77,7 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
-	rows, err := queryer(q).QueryContext(sctx, ps.stmts.routeOf, st.topic)
+	rows, err := q.QueryContext(sctx, ps.stmts.routeOf, st.topic)
 	if err != nil {
 		return nil, notMigrated(ps, err, "look up the subscriptions of "+st.label())
 	}
@@ -132,21 +132,31 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 	}
 }
 
+// onRoute runs f, one publish statement, on rt and then on the route read
+// anew through ex while f reports that the route it ran on was not current
+// (the statement's guard: it wrote nothing), up to maxReroutes times; it
+// returns the route f last ran on. st is the topic's default subscription.
+func (st *topicState) onRoute(ctx context.Context, ex execer, rt *route, f func(*route) (bool, error)) (*route, error) {
+	for i := 0; ; i++ {
+		ok, err := f(rt)
+		if err != nil || ok {
+			return rt, err
+		}
+		if i == maxReroutes {
+			return rt, errRouteChanged
+		}
+		if rt, err = st.reroute(ctx, ex); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // committed tells the consumers of rt's queues about messages just
 // committed outside a caller's transaction (see topicState.committed).
 func (rt *route) committed() {
 	for i, q := range rt.queues {
 		q.committed(rt.chans[i])
 	}
-}
-
-// queryer is an execer that also runs queries of many rows.
-func queryer(q execer) interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-} {
-	return q.(interface {
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	})
 }
 
 // notMigrated wraps err, the error of doing what, as migrations.ErrNotMigrated

@@ -51,7 +51,7 @@ func Claim(ctx context.Context, tx any) (first bool, err error) {
 	if !ok {
 		return false, fmt.Errorf("%w: call it with the ctx a Service passed to the listener", ErrOutsideListener)
 	}
-	if err := sc.add(false, nil); err != nil {
+	if err := sc.add(nil); err != nil { // the listener has returned: claim nothing
 		return false, err
 	}
 	key := sc.listener + "/" + sc.eventID
@@ -59,7 +59,10 @@ func Claim(ctx context.Context, tx any) (first bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("event: claim %q on the %s: %w", key, sc.service, err)
 	}
-	if err := sc.add(first, release); err != nil {
+	if !first {
+		release = nil // nothing of this call to forget
+	}
+	if err := sc.add(release); err != nil {
 		// The listener returned meanwhile: undo what nobody would release.
 		if release != nil {
 			err = errors.Join(err, release(context.WithoutCancel(ctx)))
@@ -83,15 +86,15 @@ type claimScope struct {
 	releases []func(context.Context) error
 }
 
-// add records the release of a first claim (if any), or fails once the
-// listener has returned.
-func (sc *claimScope) add(first bool, release func(context.Context) error) error {
+// add records release (nil: none), or fails once the listener has
+// returned.
+func (sc *claimScope) add(release func(context.Context) error) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.ended {
 		return fmt.Errorf("%w: listener %s had returned from event %s", ErrOutsideListener, sc.listener, sc.eventID)
 	}
-	if first && release != nil {
+	if release != nil {
 		sc.releases = append(sc.releases, release)
 	}
 	return nil

@@ -37,10 +37,10 @@ func (h *Handle) Closed() <-chan struct{} { return h.closed }
 // IsClosed reports whether the handle is closed.
 func (h *Handle) IsClosed() bool { return h.isClosed.Load() }
 
-// ClosedError is the error of a call on topic after its handle or its
-// PubSub was closed.
-func ClosedError(pkg, topic string) error {
-	return fmt.Errorf("%s: topic %q: %w", pkg, topic, pubsub.ErrClosed)
+// ClosedError is the error of a call on subscription sub of topic after
+// its handle or its PubSub was closed.
+func ClosedError(pkg, topic, sub string) error {
+	return fmt.Errorf("%s: %s: %w", pkg, Label(topic, sub), pubsub.ErrClosed)
 }
 
 // MessageError is the error of the settle call op on one delivery of

@@ -68,7 +68,7 @@ func TestInvalidTopicAndHandle(t *testing.T) {
 		t.Errorf("Enqueue on an invalid name = %v", err)
 	}
 	h := NewHandle()
-	closed := ClosedError("pkg", "t")
+	closed := ClosedError("pkg", "t", pubsub.DefaultSubscription)
 	if err := h.Close(closed); err != nil || !h.IsClosed() {
 		t.Fatalf("first Close = %v", err)
 	}
