@@ -29,7 +29,8 @@ else
 	fi
 endif
 
-## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL,
+## test: gofmt, go vet, and every test with the race detector, against a real PostgreSQL
+## and a real NATS server with JetStream (scripts/with-nats.sh),
 ## then a smoke run of the benchmark harness (bench/, its own module) and the tests
 ## against the official CloudEvents SDK (interop/, its own module)
 # go test -json goes through internal/testprogress: a line per package as it
@@ -38,8 +39,8 @@ endif
 test: lint
 	@set -o pipefail; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-test.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/testprogress" ./internal/testprogress || exit; \
-	echo "go test -race ./... (against PostgreSQL)"; \
-	scripts/with-postgres.sh $(GO) test -json -race -count=1 -timeout 9m ./... | "$$dir/testprogress" || exit; \
+	echo "go test -race ./... (against PostgreSQL and NATS)"; \
+	scripts/with-postgres.sh scripts/with-nats.sh $(GO) test -json -race -count=1 -timeout 9m ./... | "$$dir/testprogress" || exit; \
 	echo "go test ./... in bench/"; \
 	(cd bench && ../scripts/with-postgres.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress" || exit; \
 	echo "go test -race ./... in interop/ (against the CloudEvents SDK)"; \

@@ -70,4 +70,9 @@ type Harness struct {
 	// Messages is the size of the concurrency case (8 producers and 8
 	// consumers). 0 means 10,000.
 	Messages int
+	// LargestData is the largest payload the backend takes with its
+	// default options, when its store allows less than 1 MiB (a NATS
+	// server's max_payload, say); 0 means 1 MiB or more. The round trip of
+	// a large payload uses the smaller of the two.
+	LargestData int
 }

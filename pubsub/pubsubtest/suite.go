@@ -71,7 +71,11 @@ type testCase struct {
 
 func testRoundTrip(t *testing.T, h Harness) {
 	tp := open(t, newPubSub(t, h, Config{}), "roundtrip")
-	big := make([]byte, 1<<20)
+	size := 1 << 20
+	if h.LargestData > 0 {
+		size = min(size, h.LargestData)
+	}
+	big := make([]byte, size)
 	for i := range big {
 		big[i] = byte(rand.IntN(256))
 	}

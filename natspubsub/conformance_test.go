@@ -1,0 +1,73 @@
+package natspubsub_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/conveyorgo/conveyor/di"
+	"github.com/conveyorgo/conveyor/internal/natstest"
+	"github.com/conveyorgo/conveyor/natspubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+)
+
+func TestConformance(t *testing.T) { pubsubtest.Run(t, harness(t)) }
+
+// TestConformanceWrapped runs the suite through a wrapping Topic: every
+// ability stays reachable.
+func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(harness(t))) }
+
+func harness(t *testing.T) pubsubtest.Harness {
+	url := natstest.URL(t)
+	var prefixes sync.Map // *natspubsub.PubSub -> its Options.Prefix
+	options := func(prefix string, cfg pubsubtest.Config) natspubsub.Options {
+		return natspubsub.Options{Prefix: prefix, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize}
+	}
+	open := func(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
+		ps, err := natspubsub.Connect(url, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ps.Close() })
+		prefixes.Store(ps, o.Prefix)
+		return ps
+	}
+	probe := open(t, natspubsub.Options{Prefix: natstest.Prefix(t, url)})
+	return pubsubtest.Harness{
+		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+			return open(t, options(natstest.Prefix(t, url), cfg))
+		},
+		Reopen: func(t testing.TB, cfg pubsubtest.Config, ps pubsub.PubSub) pubsub.PubSub {
+			prefix, ok := prefixes.Load(ps)
+			if !ok {
+				t.Fatal("Reopen of a PubSub not made by New")
+			}
+			return open(t, options(prefix.(string), cfg))
+		},
+		Register: func(t testing.TB, ctx context.Context) error {
+			nc, err := nats.Connect(url)
+			if err != nil {
+				return err
+			}
+			t.Cleanup(nc.Close)
+			if err := di.RegisterBorrowed(ctx, nc); err != nil {
+				return err
+			}
+			return natspubsub.RegisterWithOptions(ctx, natspubsub.Options{Prefix: natstest.Prefix(t, url)})
+		},
+		Abilities:   abilities(),
+		LargestData: probe.MaxDataSize(),
+	}
+}
+
+// abilities are what JetStream offers conveyor so far (doc.go).
+func abilities() pubsubtest.Abilities {
+	return pubsubtest.Abilities{
+		Durable: true, Shared: true,
+		DeadLetters: true, Stats: true, OldestReady: true,
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
+	}
+}

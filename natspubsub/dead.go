@@ -1,0 +1,156 @@
+package natspubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// The dead letters of a subscription are the messages on its subject of
+// the topic's dead-letter stream, oldest death first: each keeps the
+// message's data, its ID, the deliveries it had and its last error; the
+// time the server stored it is when it died.
+
+// deadEntry is one dead message and where it is kept.
+type deadEntry struct {
+	pubsub.DeadMessage
+	seq uint64 // in the dead-letter stream
+}
+
+// deadSubject is the subject of the subscription's dead messages.
+func (s *subState) deadSubject() string { return s.st.n.deadPrefix + s.tok }
+
+// scanDead calls each for the subscription's dead messages, oldest first,
+// until it returns false.
+func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) error {
+	d, err := s.st.deadStream(ctx, false)
+	if err != nil || d == nil {
+		return err
+	}
+	subject := s.deadSubject()
+	for seq := uint64(1); ; {
+		rctx, cancel := s.st.ps.request(ctx)
+		raw, err := d.GetMsg(rctx, seq, jetstream.WithGetMsgSubject(subject))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
+		}
+		e := deadEntry{seq: raw.Sequence, DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID), Data: raw.Data, DiedAt: raw.Time}}
+		e.Attempts, _ = strconv.Atoi(raw.Header.Get(hdrAttempts))
+		e.LastError, _ = url.QueryUnescape(raw.Header.Get(hdrError))
+		if !each(e) {
+			return nil
+		}
+		seq = raw.Sequence + 1
+	}
+}
+
+// ListDead returns up to limit dead messages of the subscription (all when
+// limit <= 0), oldest death first.
+func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	var out []pubsub.DeadMessage
+	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+		out = append(out, e.DeadMessage)
+		return limit <= 0 || len(out) < limit
+	})
+	return out, err
+}
+
+// RequeueDead makes the dead message id ready again for the subscription,
+// with a fresh attempt count and the same ID. It wraps pubsub.ErrNotFound
+// when id is not dead there.
+func (t *Topic) RequeueDead(ctx context.Context, id string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	var found *deadEntry
+	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+		if e.ID == id {
+			found = &e
+		}
+		return found == nil
+	})
+	if err != nil {
+		return err
+	}
+	if found == nil {
+		return fmt.Errorf("natspubsub: requeue %q on %s: %w", id, t.sub.label(), pubsub.ErrNotFound)
+	}
+	return t.sub.requeue(ctx, *found)
+}
+
+// requeue publishes e to the subscription alone, then deletes it from the
+// dead letters. A failure between the two leaves it both ready and dead,
+// never neither.
+func (s *subState) requeue(ctx context.Context, e deadEntry) error {
+	if _, err := s.consumer(ctx); err != nil {
+		return err
+	}
+	if err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, e.Data); err != nil {
+		return err
+	}
+	d, err := s.st.deadStream(ctx, false)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	if err := d.DeleteMsg(rctx, e.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return s.st.ps.fail(ctx, "deleting re-queued message "+e.ID+" from the dead letters of "+s.label(), err)
+	}
+	return nil
+}
+
+// RequeueAllDead re-queues every dead message of the subscription and
+// says how many.
+func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	var all []deadEntry
+	if err := t.sub.scanDead(ctx, func(e deadEntry) bool { all = append(all, e); return true }); err != nil {
+		return 0, err
+	}
+	for i, e := range all {
+		if err := t.sub.requeue(ctx, e); err != nil {
+			return i, err
+		}
+	}
+	return len(all), nil
+}
+
+// PurgeDead deletes every dead message of the subscription for good and
+// says how many.
+func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	var n int
+	var last uint64
+	if err := t.sub.scanDead(ctx, func(e deadEntry) bool { n++; last = e.seq; return true }); err != nil || n == 0 {
+		return 0, err
+	}
+	d, err := t.st.deadStream(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	rctx, cancel := t.st.ps.request(ctx)
+	defer cancel()
+	// Up to the last one counted: a message dying meanwhile stays.
+	if err := d.Purge(rctx, jetstream.WithPurgeSubject(t.sub.deadSubject()), jetstream.WithPurgeSequence(last+1)); err != nil {
+		return 0, t.st.ps.fail(ctx, "purging the dead letters of "+t.sub.label(), err)
+	}
+	return n, nil
+}

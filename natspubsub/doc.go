@@ -1,0 +1,64 @@
+// Package natspubsub is conveyor's backend on NATS JetStream, for apps
+// that outgrow one PostgreSQL: a pubsub.PubSub whose topics are streams
+// and whose subscriptions are durable pull consumers, shared by every
+// process on the same server (or cluster) and Options.Prefix. It is the
+// one-line swap for the other backends:
+//
+//	channelpubsub.Register(ctx)  ⇄  dbpubsub.Register(ctx)  ⇄  natspubsub.Register(ctx)
+//
+// # Use
+//
+//	ps, err := natspubsub.Connect(os.Getenv("NATS_URL"), natspubsub.Options{})
+//	defer ps.Close()
+//	orders := ps.Topic("orders")
+//	err = orders.Enqueue(ctx, []byte(`{"id":1}`))
+//	m, err := orders.Dequeue(ctx)
+//	err = m.Ack(ctx)
+//
+// With an injector: di.RegisterBorrowed(ctx, nc) (the app closes its
+// *nats.Conn) or di.RegisterSingleton(ctx, nc), then Register(ctx).
+//
+// # Model
+//
+// A topic is a stream with interest retention: a message is kept until
+// every subscription's consumer has acked it. Conveyor creates the stream
+// and its default subscription's consumer on first use, and brings their
+// configuration to its own (the consumers' AckWait is Options.Lease).
+// Names on the server are tokens of the topic's and subscription's names
+// (names.go), the names themselves in the descriptions. A subscription's
+// dead messages are kept in the topic's dead-letter stream with their data,
+// ID, attempts and last error, until re-queued or purged.
+//
+// # Guarantees
+//
+// Enqueue returns once the server stored the message. Every message is
+// delivered at least once, to one consumer of a subscription at a time, in
+// the stream's order. Nack gives it back with the shared
+// pubsub.RetryPolicy's backoff (a delayed negative ack); the delivery
+// number is the server's count, so a delivery that a process fetched but
+// could not hand to a consumer (its Dequeue ended as the message arrived)
+// counts as an attempt. Past its attempts a message is dead; a message
+// whose last lease ran out is made dead at its next delivery. Ack returns
+// once the server confirmed it.
+//
+// Leases: the server's AckWait is the lease. A settle or ExtendLease after
+// the lease ran out, by this process's clock (which counts the lease from
+// when the delivery arrived, less a margin of a tenth of the lease, at most
+// a second), returns an error wrapping pubsub.ErrLeaseExpired and does not
+// reach the server. Unlike dbpubsub, the server does not fence a settle by
+// delivery: if the clocks of this process and the server disagree by more
+// than that margin, a late settle can reach the server after it redelivered
+// the message, and then settles the newer delivery.
+//
+// Not offered yet (pubsubtest.Abilities says so): delayed and batch
+// enqueue (JetStream 2.9 has neither atomic batches nor scheduled
+// messages), unique enqueue, the inbox and named subscriptions. Enqueue in
+// a caller's transaction (pubsub.WithTx) is refused with
+// pubsub.ErrUnsupported. The largest payload is the server's max_payload
+// (1 MiB by default) less 4 KiB for conveyor's headers.
+//
+// Every request to the server has a deadline (Options.RequestTimeout, or
+// the caller's earlier one). While the server cannot be reached, Enqueue
+// returns the error and Dequeue keeps asking, logging once, until its ctx
+// ends. After Close every call returns pubsub.ErrClosed.
+package natspubsub

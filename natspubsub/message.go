@@ -1,0 +1,213 @@
+package natspubsub
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// message is one delivery of a message to a consumer.
+type message struct {
+	s       *subState
+	jm      jetstream.Msg
+	id      string
+	seq     uint64 // in the topic's stream
+	attempt int
+
+	mu       sync.Mutex
+	settled  bool
+	deadline time.Time   // of the lease, by this process's clock
+	renew    *time.Timer // keeps an extended lease alive at the server
+}
+
+var _ backend.Message = (*message)(nil)
+
+// leaseMargin is how much earlier than the server this process takes a
+// delivery's lease to end: the server started the lease when it sent the
+// message, before it arrived here.
+func leaseMargin(lease time.Duration) time.Duration { return min(lease/10, time.Second) }
+
+// accept makes a delivery of jm, or returns nil after dealing with a
+// message that is not to be handed out: one re-queued for another
+// subscription (acked), or one whose last allowed lease ran out (dead).
+func (s *subState) accept(jm jetstream.Msg) *message {
+	now := time.Now()
+	meta, err := jm.Metadata()
+	if err != nil {
+		s.st.ps.opts.Logger.Error("natspubsub: a delivery without JetStream metadata; giving it back", "topic", s.st.name, "subscription", s.name, "error", err)
+		_ = jm.Nak()
+		return nil
+	}
+	if !s.st.n.addressedTo(jm.Subject(), s.tok) {
+		_ = jm.Ack()
+		return nil
+	}
+	id := jm.Headers().Get(hdrID)
+	if id == "" { // published by something other than conveyor
+		id = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+	}
+	lease := s.st.ps.opts.Lease
+	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered),
+		deadline: now.Add(lease - leaseMargin(lease))}
+	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
+		// Delivered again after the lease of its last attempt ran out.
+		m.attempt = max
+		if err := m.kill(context.Background(), backend.ReasonLeaseExpired); err != nil {
+			s.st.ps.opts.Logger.Error("natspubsub: making a message dead after its last lease ran out", "topic", s.st.name,
+				"subscription", s.name, "message_id", id, "error", err)
+		}
+		return nil
+	}
+	return m
+}
+
+func (m *message) ID() string   { return m.id }
+func (m *message) Data() []byte { return m.jm.Data() }
+
+// Attempt returns the delivery number: 1 on the first delivery.
+func (m *message) Attempt() int { return m.attempt }
+
+// Ack settles the message for good; it returns once the server confirmed.
+func (m *message) Ack(ctx context.Context) error {
+	return m.settle(ctx, "ack", func(ctx context.Context) error { return m.jm.DoubleAck(ctx) })
+}
+
+// Nack gives the message back for a later delivery, after the retry
+// policy's backoff, or makes it dead when its attempts are exhausted.
+func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
+
+// Fail is Nack keeping reason, shown with the message if it ends up dead.
+func (m *message) Fail(ctx context.Context, reason error) error {
+	f := backend.Fail(m.s.st.ps.opts.Retry, m.attempt, reason)
+	if f.Dead {
+		return m.settle(ctx, "nack", func(ctx context.Context) error { return m.kill(ctx, f.Reason) })
+	}
+	return m.settle(ctx, "nack", func(context.Context) error { return m.jm.NakWithDelay(f.Backoff) })
+}
+
+// Reject makes the message dead at once, keeping reason.
+func (m *message) Reject(ctx context.Context, reason error) error {
+	return m.settle(ctx, "reject", func(ctx context.Context) error { return m.kill(ctx, backend.RejectReason(reason)) })
+}
+
+// ExtendLease moves the lease's end to now+d: the server is told the
+// message is in progress now, and again every half lease until then.
+func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.usable("extend"); err != nil {
+		return err
+	}
+	if err := m.jm.InProgress(); err != nil {
+		return m.error("extend", err)
+	}
+	now := time.Now()
+	until := now.Add(d)
+	m.deadline = until
+	if m.renew != nil {
+		m.renew.Stop()
+		m.renew = nil
+	}
+	ackWait := m.s.st.ps.opts.Lease
+	var tick func()
+	tick = func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.settled || m.renew == nil {
+			return
+		}
+		_ = m.jm.InProgress()
+		if time.Now().Add(ackWait).Before(until) {
+			m.renew.Reset(ackWait / 2)
+		}
+	}
+	if now.Add(ackWait).Before(until) {
+		m.renew = time.AfterFunc(ackWait/2, tick)
+	}
+	return nil
+}
+
+// settle runs op once for the delivery: a second settle wraps
+// pubsub.ErrSettled, one after the lease ran out pubsub.ErrLeaseExpired.
+// A failed op leaves the delivery unsettled.
+func (m *message) settle(ctx context.Context, what string, op func(context.Context) error) error {
+	m.mu.Lock()
+	if err := m.usable(what); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	m.settled = true
+	if m.renew != nil {
+		m.renew.Stop()
+	}
+	m.mu.Unlock()
+	rctx, cancel := m.s.st.ps.request(ctx)
+	defer cancel()
+	if err := op(rctx); err != nil {
+		m.mu.Lock()
+		m.settled = false
+		m.mu.Unlock()
+		return m.error(what, m.s.st.ps.fail(ctx, what, err))
+	}
+	return nil
+}
+
+// usable reports why the delivery cannot be settled or extended now.
+// m.mu is held.
+func (m *message) usable(what string) error {
+	switch {
+	case m.settled:
+		return m.error(what, pubsub.ErrSettled)
+	case !time.Now().Before(m.deadline):
+		return m.error(what, pubsub.ErrLeaseExpired)
+	}
+	return nil
+}
+
+func (m *message) error(op string, err error) error {
+	return backend.MessageError("natspubsub", op, m.id, m.attempt, m.s.st.name, m.s.name, err)
+}
+
+// kill keeps the message in the topic's dead-letter stream, with its
+// attempts and reason, then acks its delivery. The dead copy's message ID
+// at the server (Nats-Msg-Id) is the delivery's stream sequence, so a kill
+// retried after a lost ack keeps one copy.
+func (m *message) kill(ctx context.Context, reason string) error {
+	st := m.s.st
+	if _, err := st.deadStream(ctx, true); err != nil {
+		return err
+	}
+	if len(reason) > maxReasonLen {
+		reason = reason[:maxReasonLen]
+	}
+	msg := &nats.Msg{
+		Subject: st.n.deadPrefix + m.s.tok,
+		Data:    m.jm.Data(),
+		Header: nats.Header{
+			hdrID:         []string{m.id},
+			hdrAttempts:   []string{strconv.Itoa(m.attempt)},
+			nats.MsgIdHdr: []string{fmt.Sprintf("%s:%d:dead", m.s.tok, m.seq)},
+		},
+	}
+	if reason != "" {
+		msg.Header.Set(hdrError, url.QueryEscape(reason)) // a header value holds no line breaks
+	}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
+		return fmt.Errorf("keeping the message dead: %w", err)
+	}
+	if err := m.jm.DoubleAck(rctx); err != nil {
+		return fmt.Errorf("acking the delivery of the message kept dead: %w", err)
+	}
+	return nil
+}

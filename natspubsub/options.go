@@ -1,0 +1,113 @@
+package natspubsub
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPrefix starts the names of the streams and subjects of a
+	// PubSub.
+	DefaultPrefix = "conveyor"
+	// DefaultRequestTimeout bounds each request to the server (a publish,
+	// an acknowledged settle, a stream or consumer look-up) whose ctx has
+	// no earlier deadline.
+	DefaultRequestTimeout = 10 * time.Second
+	// headerRoom is the part of the server's max_payload kept for the
+	// headers conveyor adds to a message (its ID, and a dead message's
+	// attempts and last error).
+	headerRoom = 4 << 10
+	// maxReasonLen bounds the last error kept with a dead message.
+	maxReasonLen = 2 << 10
+)
+
+// Options configures a PubSub. The zero value means the defaults.
+type Options struct {
+	// Prefix starts the names of the PubSub's streams ("<Prefix>_t_…")
+	// and subjects ("<Prefix>.t.…"): PubSubs with the same Prefix on one
+	// server share their topics. 1 to 32 ASCII letters, digits, '-' or
+	// '_'. "" means DefaultPrefix.
+	Prefix string
+	// Retry decides when a nacked message comes back and when it is dead.
+	Retry pubsub.RetryPolicy
+	// Lease is how long a delivery may stay unsettled before the message
+	// is delivered again: the consumers' AckWait. 0 means
+	// pubsub.DefaultLease.
+	Lease time.Duration
+	// MaxDataSize is the largest payload accepted, in bytes. 0 means
+	// pubsub.DefaultMaxDataSize or what the server takes (its
+	// max_payload, less room for conveyor's headers), whichever is less;
+	// more than the server takes is an error from New.
+	MaxDataSize int
+	// RequestTimeout bounds each request to the server whose ctx has no
+	// earlier deadline. 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Replicas is how many copies of each stream the server cluster
+	// keeps (1 to 5). 0 means 1.
+	Replicas int
+	// Logger receives what no caller can be given. nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// resolved are Options with their defaults applied and checked against the
+// server's limit.
+type resolved struct {
+	Options
+	shared backend.Options
+}
+
+// resolve returns o with its defaults applied, or an error naming the first
+// bad field. maxPayload is the server's max_payload (0: not known yet).
+func (o Options) resolve(maxPayload int) (resolved, error) {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if err := checkPrefix(o.Prefix); err != nil {
+		return resolved{}, err
+	}
+	switch {
+	case o.RequestTimeout < 0:
+		return resolved{}, fmt.Errorf("natspubsub: Options.RequestTimeout is %v, want 0 (default) or more", o.RequestTimeout)
+	case o.Replicas < 0 || o.Replicas > 5:
+		return resolved{}, fmt.Errorf("natspubsub: Options.Replicas is %d, want 0 (default: 1) to 5", o.Replicas)
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	storeMax := 0
+	if maxPayload > 0 {
+		storeMax = max(maxPayload-headerRoom, 1)
+	}
+	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, Logger: o.Logger}.
+		Resolve("natspubsub", storeMax, fmt.Sprintf("the server's max_payload %d less %d bytes for headers", maxPayload, headerRoom))
+	if err != nil {
+		return resolved{}, err
+	}
+	o.Retry, o.Lease, o.MaxDataSize, o.Logger = shared.Retry, shared.Lease, shared.MaxDataSize, shared.Logger
+	return resolved{Options: o, shared: shared}, nil
+}
+
+// checkPrefix accepts 1 to 32 ASCII letters, digits, '-' and '_': a prefix
+// is part of stream names and subjects, where '.', '*', '>' and white space
+// have meanings of their own.
+func checkPrefix(p string) error {
+	if len(p) > 32 {
+		return fmt.Errorf("natspubsub: Options.Prefix %q is %d bytes, want at most 32", p, len(p))
+	}
+	for _, r := range p {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+		if !ok {
+			return fmt.Errorf("natspubsub: Options.Prefix %q has %q, want ASCII letters, digits, '-' and '_'", p, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package natspubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// topicState is what a PubSub knows of one topic: its names on the server
+// and its stream, found or made on first use.
+type topicState struct {
+	ps   *PubSub
+	name string
+	n    names
+
+	mu     sync.Mutex
+	stream jetstream.Stream // nil until ensured
+	dead   jetstream.Stream // nil until a message died or the dead letters were asked for
+	subs   map[string]*subState
+}
+
+// sub returns the state of subscription name of st, made on first use.
+func (st *topicState) sub(name string) *subState {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.subs[name]
+	if s == nil {
+		s = &subState{st: st, name: name, tok: token(name)}
+		st.subs[name] = s
+	}
+	return s
+}
+
+// ensure returns the topic's stream, creating it (or updating its
+// configuration to this version's) on first use, with its default
+// subscription: a stream keeps a message only while a consumer is
+// interested in it, so the default one keeps the messages of a plain queue.
+func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
+	st.mu.Lock()
+	s := st.stream
+	st.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	ctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	s, err := st.ps.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        st.n.stream,
+		Description: st.name,
+		Subjects:    []string{st.n.subjects},
+		Retention:   jetstream.InterestPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    st.ps.opts.Replicas,
+	})
+	if err != nil {
+		return nil, st.ps.fail(ctx, "creating the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	if _, err := st.sub(pubsub.DefaultSubscription).ensureOn(ctx, s); err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	st.stream = s
+	st.mu.Unlock()
+	return s, nil
+}
+
+// deadStream returns the topic's dead-letter stream, made on first use
+// when create is set; else nil when it does not exist.
+func (st *topicState) deadStream(ctx context.Context, create bool) (jetstream.Stream, error) {
+	st.mu.Lock()
+	d := st.dead
+	st.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	ctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	var err error
+	if create {
+		d, err = st.ps.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        st.n.deadStream,
+			Description: st.name + " (dead letters)",
+			Subjects:    []string{st.n.deadPrefix + "*"},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    st.ps.opts.Replicas,
+		})
+	} else {
+		d, err = st.ps.js.Stream(ctx, st.n.deadStream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, st.ps.fail(ctx, "opening the dead letters of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	st.mu.Lock()
+	st.dead = d
+	st.mu.Unlock()
+	return d, nil
+}
+
+// subState is what a PubSub knows of one subscription of a topic: its
+// durable consumer.
+type subState struct {
+	st   *topicState
+	name string
+	tok  string
+
+	mu   sync.Mutex
+	cons jetstream.Consumer // nil until ensured
+}
+
+// consumer returns the subscription's consumer, ensuring the stream (and
+// so the default subscription) first.
+func (s *subState) consumer(ctx context.Context) (jetstream.Consumer, error) {
+	s.mu.Lock()
+	c := s.cons
+	s.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	stream, err := s.st.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.ensureOn(ctx, stream)
+}
+
+// ensureOn creates the subscription's durable consumer on stream, or
+// updates its configuration to this PubSub's (its lease).
+func (s *subState) ensureOn(ctx context.Context, stream jetstream.Stream) (jetstream.Consumer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cons != nil {
+		return s.cons, nil
+	}
+	ctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	c, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       consumerName(s.name),
+		Description:   s.name,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.st.ps.opts.Lease,
+		MaxDeliver:    -1, // conveyor's retry policy decides when a message is dead
+		FilterSubject: s.st.n.subjects,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, s.st.ps.fail(ctx, "creating the consumer of "+s.label(), err)
+	}
+	s.cons = c
+	return c, nil
+}
+
+// label names the subscription in errors.
+func (s *subState) label() string { return backend.Label(s.st.name, s.name) }
+
+// fail is the error of a request to the server that failed with err: the
+// caller's ctx error when ctx ended, pubsub.ErrClosed when the PubSub was
+// closed, else err, with what was being done.
+func (ps *PubSub) fail(ctx context.Context, doing string, err error) error {
+	switch {
+	case ps.ctx.Err() != nil:
+		return fmt.Errorf("natspubsub: %s: %w", doing, pubsub.ErrClosed)
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return fmt.Errorf("natspubsub: %s: %w", doing, ctx.Err())
+	}
+	return fmt.Errorf("natspubsub: %s: %w", doing, err)
+}

@@ -1,0 +1,180 @@
+package natspubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Headers conveyor sets on the messages it publishes.
+const (
+	hdrID       = "Conveyor-Id"       // the message's ID, kept across re-queues
+	hdrAttempts = "Conveyor-Attempts" // a dead message's deliveries
+	hdrError    = "Conveyor-Error"    // a dead message's last error
+)
+
+// Topic is a handle on one subscription of a topic of a PubSub: its
+// Enqueue publishes to the topic, its Dequeue reads the subscription.
+// Besides pubsub.Topic it has the optional abilities pubsub.DeadLetters
+// and pubsub.Stater.
+type Topic struct {
+	st  *topicState
+	sub *subState
+	h   backend.Handle
+}
+
+var (
+	_ pubsub.Topic       = (*Topic)(nil)
+	_ pubsub.DeadLetters = (*Topic)(nil)
+	_ pubsub.Stater      = (*Topic)(nil)
+)
+
+// Name returns the topic's name.
+func (t *Topic) Name() string { return t.st.name }
+
+// Subscription returns the name of the subscription the handle reads.
+func (t *Topic) Subscription() string { return t.sub.name }
+
+// Close closes the handle: its calls return pubsub.ErrClosed from then on,
+// and a blocked Dequeue returns. The topic's messages stay on the server.
+func (t *Topic) Close() error {
+	return t.h.Close(backend.ClosedError("natspubsub", t.st.name, t.sub.name))
+}
+
+// check returns the error of a call on a closed handle or PubSub.
+func (t *Topic) check() error {
+	if t.h.IsClosed() || t.st.ps.isClosed() {
+		return backend.ClosedError("natspubsub", t.st.name, t.sub.name)
+	}
+	return nil
+}
+
+// Enqueue publishes data to the topic and returns once the server stored
+// it. Data over Options.MaxDataSize is refused with an error wrapping
+// pubsub.ErrTooLarge; an enqueue asked to run in a transaction
+// (pubsub.WithTx) with an error wrapping pubsub.ErrUnsupported, since a
+// NATS publish takes part in none.
+func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if tx := pubsub.TxFrom(ctx); tx != nil {
+		return fmt.Errorf("natspubsub: enqueue on %s in a transaction (%T): NATS takes part in none: %w",
+			backend.Label(t.st.name, t.sub.name), tx, pubsub.ErrUnsupported)
+	}
+	if err := pubsub.CheckSize(data, t.st.ps.opts.MaxDataSize); err != nil {
+		return fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := t.st.ensure(ctx); err != nil {
+		return err
+	}
+	return t.st.publish(ctx, t.st.n.publish, nuid.Next(), data)
+}
+
+// publish stores data as message id on subject of the topic's stream.
+func (st *topicState) publish(ctx context.Context, subject, id string, data []byte) error {
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{hdrID: []string{id}}}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
+		}
+		return st.ps.fail(ctx, "enqueue on "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	return nil
+}
+
+// fetchWait bounds each pull request a Dequeue makes: while no message
+// comes it asks again this often, so that a server that restarted or a
+// consumer that was re-created is found again.
+const fetchWait = 5 * time.Second
+
+// Dequeue blocks until a message of the subscription is delivered, ctx
+// ends, or the handle or PubSub closes. While the server cannot be reached
+// it keeps asking, logging the errors, until ctx ends.
+func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := t.sub
+	var logged bool
+	for {
+		m, err := t.fetch(ctx)
+		if m != nil {
+			return m, nil
+		}
+		if cerr := t.check(); cerr != nil {
+			return nil, cerr
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		if err == nil {
+			continue
+		}
+		if !logged {
+			t.st.ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", t.st.name, "subscription", s.name, "error", err)
+			logged = true
+		}
+		select {
+		case <-time.After(retryWait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.h.Closed():
+			return nil, t.check()
+		case <-t.st.ps.ctx.Done():
+			return nil, t.check()
+		}
+	}
+}
+
+// fetch makes one pull request for one message, which ends when ctx ends,
+// the handle or PubSub closes, or after fetchWait. It returns nil and no
+// error when the request ended empty or brought a message that is not to
+// be handed out. A request ended by the client is unsubscribed at once, and
+// the server hands nothing to a request nobody listens to.
+func (t *Topic) fetch(ctx context.Context) (*message, error) {
+	cons, err := t.sub.consumer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, fetchWait)
+	defer cancel()
+	go func() { // the request ends with the handle and the PubSub too
+		select {
+		case <-t.h.Closed():
+		case <-t.st.ps.ctx.Done():
+		case <-fctx.Done():
+		}
+		cancel()
+	}()
+	batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
+	if err != nil {
+		return nil, err
+	}
+	var m *message
+	for jm := range batch.Messages() {
+		m = t.sub.accept(jm)
+	}
+	if m == nil {
+		if err := batch.Error(); err != nil && fctx.Err() == nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
