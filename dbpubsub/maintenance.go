@@ -2,6 +2,8 @@ package dbpubsub
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -11,7 +13,8 @@ import (
 
 // Maintenance every PubSub does in the background: it rescues the messages
 // whose lease ran out, prunes finished rows past the retention, and
-// analyzes the message table while it is young.
+// analyzes the message table while it is young and whenever its statistics
+// are stale.
 
 // rescueBatch is the most expired leases one rescue statement handles.
 const rescueBatch = 1000
@@ -194,4 +197,61 @@ func (ps *PubSub) analyzeYoung(stop <-chan struct{}, at int64) int64 {
 		return 0
 	}
 	return next
+}
+
+// PostgreSQL keeps the plans of prepared statements until the table's
+// statistics change, and plans made while the message table was small scan
+// it whole once it has grown (rows enqueued for later, settled or dead go
+// into it without a claim counting them). So a PubSub also analyzes the
+// table, at start and every staleCheckInterval, when the server counts more
+// rows changed since the last analysis (by every process) than the table
+// then held, and at least staleMinChanges. Autovacuum, when it keeps up,
+// analyzes long before. (Measurements: docs/design/dbpubsub.md, "Plans on
+// stale statistics".)
+const (
+	staleCheckInterval = time.Second
+	staleMinChanges    = 10_000
+)
+
+// analyzeStaleSQL says whether the message table $1 is due for an analysis
+// and whether this role owns it (only the owner may ANALYZE).
+const analyzeStaleSQL = `SELECT pg_catalog.pg_stat_get_mod_since_analyze(c.oid) >= greatest($2, c.reltuples),
+		pg_catalog.pg_has_role(c.relowner, 'USAGE')
+	FROM pg_catalog.pg_class c WHERE c.oid = to_regclass($1)`
+
+// analyzeStale is the loop that analyzes the message table when its
+// statistics are stale: at start, then every staleCheckInterval.
+func (ps *PubSub) analyzeStale(stop <-chan struct{}) {
+	check := func(ctx context.Context) error {
+		if err := ps.analyzeIfStale(ctx); err != nil && !ps.closing() {
+			ps.opts.Logger.Debug("dbpubsub: analyzing the message table failed; autovacuum will",
+				"table", ps.opts.Table, "error", err)
+		}
+		return nil
+	}
+	_ = check(ps.ctx)
+	ps.every(staleCheckInterval, "analysis of the message table", check)(stop)
+}
+
+// analyzeIfStale analyzes the message table when its statistics are stale
+// (see staleCheckInterval), unless an analysis runs already or the role
+// does not own the table.
+func (ps *PubSub) analyzeIfStale(ctx context.Context) error {
+	y := &ps.young
+	if !y.running.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer y.running.Store(false)
+	ctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	table := quoteIdent(ps.opts.Table)
+	var stale, owner bool
+	err := ps.sqldb.QueryRowContext(ctx, analyzeStaleSQL, table, staleMinChanges).Scan(&stale, &owner)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && (!stale || !owner) {
+		return nil // not migrated yet, up to date, or autovacuum's business
+	}
+	if err == nil {
+		_, err = ps.sqldb.ExecContext(ctx, "ANALYZE "+table)
+	}
+	return err
 }

@@ -98,6 +98,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 			return err
 		}))
 	}
+	ps.loops.Go(ps.analyzeStale)
 	if !o.NoListen {
 		ps.listener = newListener(ps)
 		ps.loops.Go(ps.listener.run)

@@ -192,7 +192,7 @@ func newStatements(table string) statements {
 		// Makes rows whose lease ran out pending again at once, or dead if
 		// their attempts are exhausted, and wakes their topics' consumers; it
 		// returns each topic it touched, how many rows, and whether it got
-		// messages back.
+		// messages back. The rows are found again as in the claim.
 		// $1 limit, $2 max attempts, $3 channel prefix, $4 qualified table.
 		rescue: r.Replace(`WITH x AS MATERIALIZED (
 				SELECT id FROM {T} WHERE status = 'processing' AND lease_until <= now()
@@ -204,7 +204,7 @@ func newStatements(table string) statements {
 					lease_until = NULL,
 					last_error = CASE WHEN t.attempts >= $2 THEN '` + backend.ReasonLeaseExpired + `' ELSE t.last_error END,
 					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
-				FROM x WHERE t.id = x.id
+				WHERE t.id = ANY (ARRAY(SELECT id FROM x))
 				RETURNING t.topic, t.status)
 			SELECT p.topic, p.n, p.pending FROM (
 					SELECT topic, count(*) AS n, bool_or(status = 'pending') AS pending FROM u GROUP BY topic) p
@@ -274,9 +274,11 @@ func newStatements(table string) statements {
 				LIMIT $2 FOR UPDATE SKIP LOCKED)`),
 
 		// $1 retention µs, $2 limit.
-		prune: r.Replace(`DELETE FROM {T} WHERE id IN (
+		// The rows are found again by id = ANY (ARRAY(…)), as in the
+		// claim: as a join, the generic plan hashed the whole table.
+		prune: r.Replace(`DELETE FROM {T} WHERE id = ANY (ARRAY(
 				SELECT id FROM {T} WHERE status = 'finished' AND finished_at < now() - $1 * interval '1 microsecond'
-				LIMIT $2 FOR UPDATE SKIP LOCKED)`),
+				LIMIT $2 FOR UPDATE SKIP LOCKED))`),
 	}
 }
 
