@@ -69,5 +69,6 @@ func abilities() pubsubtest.Abilities {
 		Durable: true, Shared: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
+		Subscriptions: true,
 	}
 }

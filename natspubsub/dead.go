@@ -95,7 +95,10 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 // dead letters. A failure between the two leaves it both ready and dead,
 // never neither.
 func (s *subState) requeue(ctx context.Context, e deadEntry) error {
-	if _, err := s.consumer(ctx); err != nil {
+	if c, _, err := s.lookup(ctx); err != nil || c == nil {
+		if err == nil {
+			err = fmt.Errorf("natspubsub: requeue on %s: %w %q", s.label(), pubsub.ErrNoSubscription, s.name)
+		}
 		return err
 	}
 	if err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, e.Data); err != nil {

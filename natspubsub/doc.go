@@ -21,13 +21,18 @@
 // # Model
 //
 // A topic is a stream with interest retention: a message is kept until
-// every subscription's consumer has acked it. Conveyor creates the stream
-// and its default subscription's consumer on first use, and brings their
-// configuration to its own (the consumers' AckWait is Options.Lease).
-// Names on the server are tokens of the topic's and subscription's names
-// (names.go), the names themselves in the descriptions. A subscription's
-// dead messages are kept in the topic's dead-letter stream with their data,
-// ID, attempts and last error, until re-queued or purged.
+// every subscription's consumer has acked it. A subscription is a durable
+// pull consumer (DeliverNew: it gets what is published after it was
+// created), shared by every process with the same prefix; each copy has
+// an ID of its own. Conveyor creates the stream on first use and brings
+// its consumers' AckWait to Options.Lease. The default subscription's
+// consumer is kept in reserve, unlisted, while the topic has no
+// subscription, so that a plain queue loses nothing (subscription.go has
+// the rules). Names on the server are tokens of the topic's and
+// subscription's names (names.go), the names themselves in the
+// descriptions. A subscription's dead messages are kept in the topic's
+// dead-letter stream with their data, ID, attempts and last error, until
+// re-queued, purged, or the subscription is deleted.
 //
 // # Guarantees
 //
@@ -52,7 +57,7 @@
 //
 // Not offered yet (pubsubtest.Abilities says so): delayed and batch
 // enqueue (JetStream 2.9 has neither atomic batches nor scheduled
-// messages), unique enqueue, the inbox and named subscriptions. Enqueue in
+// messages), unique enqueue and the inbox. Enqueue in
 // a caller's transaction (pubsub.WithTx) is refused with
 // pubsub.ErrUnsupported. The largest payload is the server's max_payload
 // (1 MiB by default) less 4 KiB for conveyor's headers.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
+// copyIDLen is how much of a subscription's token tells its copies' IDs
+// apart.
+const copyIDLen = 10
+
 // message is one delivery of a message to a consumer.
 type message struct {
 	s       *subState
@@ -22,6 +27,7 @@ type message struct {
 	id      string
 	seq     uint64 // in the topic's stream
 	attempt int
+	gen     uint64 // the subscription's, when delivered
 
 	mu       sync.Mutex
 	settled  bool
@@ -47,16 +53,24 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		_ = jm.Nak()
 		return nil
 	}
-	if !s.st.n.addressedTo(jm.Subject(), s.tok) {
-		_ = jm.Ack()
+	s.mu.Lock()
+	desc, gen := s.desc, s.gen
+	s.mu.Unlock()
+	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) {
+		_ = jm.Ack() // not this subscription's
 		return nil
 	}
 	id := jm.Headers().Get(hdrID)
 	if id == "" { // published by something other than conveyor
 		id = "seq-" + strconv.FormatUint(meta.Sequence.Stream, 10)
 	}
+	if s.name != pubsub.DefaultSubscription && !strings.HasPrefix(jm.Subject(), s.st.n.toPrefix) {
+		// Each subscription's copy has an ID of its own; a re-queued
+		// copy carries it already.
+		id += "." + s.tok[:copyIDLen]
+	}
 	lease := s.st.ps.opts.Lease
-	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered),
+	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
 		deadline: now.Add(lease - leaseMargin(lease))}
 	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
@@ -168,6 +182,12 @@ func (m *message) usable(what string) error {
 	case m.settled:
 		return m.error(what, pubsub.ErrSettled)
 	case !time.Now().Before(m.deadline):
+		return m.error(what, pubsub.ErrLeaseExpired)
+	}
+	m.s.mu.Lock()
+	gone := m.s.gen != m.gen
+	m.s.mu.Unlock()
+	if gone { // its subscription was deleted
 		return m.error(what, pubsub.ErrLeaseExpired)
 	}
 	return nil

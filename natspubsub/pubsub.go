@@ -32,7 +32,10 @@ type PubSub struct {
 	topics map[string]*topicState
 }
 
-var _ pubsub.PubSub = (*PubSub)(nil)
+var (
+	_ pubsub.PubSub     = (*PubSub)(nil)
+	_ pubsub.Subscriber = (*PubSub)(nil)
+)
 
 // New returns a PubSub on nc, a connection the caller keeps and closes
 // after the PubSub. A bad option, or a server without JetStream, is an

@@ -21,8 +21,11 @@ type topicState struct {
 
 	mu     sync.Mutex
 	stream jetstream.Stream // nil until ensured
-	dead   jetstream.Stream // nil until a message died or the dead letters were asked for
-	subs   map[string]*subState
+	// publishable: the topic was seen with a consumer, so a publish is
+	// kept (ensurePublishable).
+	publishable bool
+	dead        jetstream.Stream // nil until a message died or the dead letters were asked for
+	subs        map[string]*subState
 }
 
 // sub returns the state of subscription name of st, made on first use.
@@ -38,9 +41,7 @@ func (st *topicState) sub(name string) *subState {
 }
 
 // ensure returns the topic's stream, creating it (or updating its
-// configuration to this version's) on first use, with its default
-// subscription: a stream keeps a message only while a consumer is
-// interested in it, so the default one keeps the messages of a plain queue.
+// configuration to this version's) on first use.
 func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 	st.mu.Lock()
 	s := st.stream
@@ -48,9 +49,9 @@ func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 	if s != nil {
 		return s, nil
 	}
-	ctx, cancel := st.ps.request(ctx)
+	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	s, err := st.ps.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	s, err := st.ps.js.CreateOrUpdateStream(rctx, jetstream.StreamConfig{
 		Name:        st.n.stream,
 		Description: st.name,
 		Subjects:    []string{st.n.subjects},
@@ -61,13 +62,67 @@ func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, st.ps.fail(ctx, "creating the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}
-	if _, err := st.sub(pubsub.DefaultSubscription).ensureOn(ctx, s); err != nil {
-		return nil, err
+	st.mu.Lock()
+	st.stream = s
+	st.mu.Unlock()
+	return s, nil
+}
+
+// find returns the topic's stream if it exists, nil if not, without
+// creating it.
+func (st *topicState) find(ctx context.Context) (jetstream.Stream, error) {
+	st.mu.Lock()
+	s := st.stream
+	st.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	s, err := st.ps.js.Stream(rctx, st.n.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, st.ps.fail(ctx, "looking up the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}
 	st.mu.Lock()
 	st.stream = s
 	st.mu.Unlock()
 	return s, nil
+}
+
+// ensurePublishable makes sure a publish is kept: a stream with interest
+// retention drops a message no consumer is interested in, so a topic
+// without subscriptions gets its default one's consumer, held in reserve
+// (not listed, see subscription.go) until the default is consumed. It
+// looks once per PubSub and topic.
+func (st *topicState) ensurePublishable(ctx context.Context) error {
+	st.mu.Lock()
+	ok := st.publishable
+	st.mu.Unlock()
+	if ok {
+		return nil
+	}
+	s, err := st.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	info, err := s.Info(rctx)
+	if err != nil {
+		return st.ps.fail(ctx, "looking up the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	if info.State.Consumers == 0 {
+		if err := st.sub(pubsub.DefaultSubscription).reserve(ctx, s); err != nil {
+			return err
+		}
+	}
+	st.mu.Lock()
+	st.publishable = true
+	st.mu.Unlock()
+	return nil
 }
 
 // deadStream returns the topic's dead-letter stream, made on first use
@@ -114,49 +169,9 @@ type subState struct {
 	tok  string
 
 	mu   sync.Mutex
-	cons jetstream.Consumer // nil until ensured
-}
-
-// consumer returns the subscription's consumer, ensuring the stream (and
-// so the default subscription) first.
-func (s *subState) consumer(ctx context.Context) (jetstream.Consumer, error) {
-	s.mu.Lock()
-	c := s.cons
-	s.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
-	stream, err := s.st.ensure(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.ensureOn(ctx, stream)
-}
-
-// ensureOn creates the subscription's durable consumer on stream, or
-// updates its configuration to this PubSub's (its lease).
-func (s *subState) ensureOn(ctx context.Context, stream jetstream.Stream) (jetstream.Consumer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cons != nil {
-		return s.cons, nil
-	}
-	ctx, cancel := s.st.ps.request(ctx)
-	defer cancel()
-	c, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       consumerName(s.name),
-		Description:   s.name,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       s.st.ps.opts.Lease,
-		MaxDeliver:    -1, // conveyor's retry policy decides when a message is dead
-		FilterSubject: s.st.n.subjects,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, s.st.ps.fail(ctx, "creating the consumer of "+s.label(), err)
-	}
-	s.cons = c
-	return c, nil
+	cons jetstream.Consumer // nil until found or made
+	desc consumerDesc       // its description
+	gen  uint64             // counts the deletes of the subscription by this PubSub
 }
 
 // label names the subscription in errors.

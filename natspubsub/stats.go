@@ -19,8 +19,8 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	if err := t.check(); err != nil {
 		return pubsub.Stats{}, err
 	}
-	cons, err := t.sub.consumer(ctx)
-	if err != nil {
+	cons, _, err := t.sub.lookup(ctx)
+	if err != nil || cons == nil { // not a subscription: nothing is kept for it
 		return pubsub.Stats{}, err
 	}
 	rctx, cancel := t.st.ps.request(ctx)

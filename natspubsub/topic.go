@@ -76,7 +76,7 @@ func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := t.st.ensure(ctx); err != nil {
+	if err := t.st.ensurePublishable(ctx); err != nil {
 		return err
 	}
 	return t.st.publish(ctx, t.st.n.publish, nuid.Next(), data)
@@ -127,6 +127,9 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		if err == nil {
 			continue
 		}
+		if errors.Is(err, pubsub.ErrNoSubscription) {
+			return nil, err
+		}
 		if !logged {
 			t.st.ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", t.st.name, "subscription", s.name, "error", err)
 			logged = true
@@ -149,7 +152,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 // be handed out. A request ended by the client is unsubscribed at once, and
 // the server hands nothing to a request nobody listens to.
 func (t *Topic) fetch(ctx context.Context) (*message, error) {
-	cons, err := t.sub.consumer(ctx)
+	cons, err := t.sub.forDequeue(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +176,25 @@ func (t *Topic) fetch(ctx context.Context) (*message, error) {
 	}
 	if m == nil {
 		if err := batch.Error(); err != nil && fctx.Err() == nil {
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				t.sub.forget() // deleted by another process
+			}
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// forDequeue returns the consumer a Dequeue reads: consuming the default
+// subscription declares it; a named one must exist (Subscribe), else the
+// error wraps pubsub.ErrNoSubscription.
+func (s *subState) forDequeue(ctx context.Context) (jetstream.Consumer, error) {
+	if s.name == pubsub.DefaultSubscription {
+		return s.declare(ctx)
+	}
+	c, _, err := s.lookup(ctx)
+	if err == nil && c == nil {
+		err = fmt.Errorf("natspubsub: dequeue on %s: %w %q", s.label(), pubsub.ErrNoSubscription, s.name)
+	}
+	return c, err
 }

@@ -1,0 +1,380 @@
+package natspubsub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Subscriptions are durable consumers of the topic's stream, each getting
+// every message stored after it was created. package pubsub's rules on
+// the default subscription map onto them so:
+//
+//   - A stream with interest retention drops a message no consumer wants,
+//     so a publish to a topic with no consumer first creates the default
+//     subscription's consumer in reserve: it keeps the messages of a plain
+//     queue but is not listed, since nobody consumed the default yet.
+//   - Consuming the default, or subscribing to its name, declares it: the
+//     reserve becomes a listed subscription, keeping what it holds.
+//   - A named subscription created while the default is a reserve retires
+//     the reserve when it holds nothing; else the reserve keeps its
+//     messages, and notes the stream's last sequence (until): the
+//     messages after it were published to the named subscriptions, so the
+//     default, once declared, skips those stored before it was declared.
+//   - DeleteSubscription deletes the consumer and the subscription's dead
+//     letters; the last consumer of a topic is replaced by a reserve, so
+//     later publishes are kept for the default.
+//
+// Processes that share a prefix see each other's subscriptions at once:
+// they are the server's. A process looks once per topic whether it has a
+// consumer before its first publish; a subscription deleted meanwhile by
+// another process as the topic's last leaves a reserve behind, so a
+// publish is not lost.
+
+// consumerDesc is what conveyor keeps in a consumer's description.
+type consumerDesc struct {
+	Sub     string `json:"subscription"`
+	Reserve bool   `json:"reserve,omitempty"`
+	// Until: the reserve's messages end at this stream sequence (0:
+	// none ends yet).
+	Until uint64 `json:"until,omitempty"`
+	// SkipFrom to SkipTo: stream sequences that are not the declared
+	// default's (published to named subscriptions while it was a
+	// reserve).
+	SkipFrom uint64 `json:"skip_from,omitempty"`
+	SkipTo   uint64 `json:"skip_to,omitempty"`
+}
+
+func (d consumerDesc) String() string {
+	b, _ := json.Marshal(d)
+	return string(b)
+}
+
+// parseDesc reads a consumer's description; ok is false for a consumer
+// conveyor did not make.
+func parseDesc(s string) (d consumerDesc, ok bool) {
+	if json.Unmarshal([]byte(s), &d) != nil || d.Sub == "" {
+		return consumerDesc{}, false
+	}
+	return d, true
+}
+
+// skips reports whether stream sequence seq is not the subscription's.
+func (d consumerDesc) skips(seq uint64) bool {
+	return d.SkipFrom > 0 && seq >= d.SkipFrom && seq <= d.SkipTo
+}
+
+// config is the configuration of a consumer conveyor makes for s.
+func (s *subState) config(d consumerDesc) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       consumerName(s.name),
+		Description:   d.String(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.st.ps.opts.Lease,
+		MaxDeliver:    -1, // conveyor's retry policy decides when a message is dead
+		FilterSubject: s.st.n.subjects,
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	}
+}
+
+// keep caches the consumer c of s with its description.
+func (s *subState) keep(c jetstream.Consumer, d consumerDesc) {
+	s.mu.Lock()
+	s.cons, s.desc = c, d
+	s.mu.Unlock()
+}
+
+// cached returns the consumer found or made before, if any.
+func (s *subState) cached() (jetstream.Consumer, consumerDesc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cons, s.desc
+}
+
+// lookup returns the subscription's consumer, nil when it does not exist;
+// it creates nothing.
+func (s *subState) lookup(ctx context.Context) (jetstream.Consumer, consumerDesc, error) {
+	if c, d := s.cached(); c != nil {
+		return c, d, nil
+	}
+	stream, err := s.st.find(ctx)
+	if err != nil || stream == nil {
+		return nil, consumerDesc{}, err
+	}
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	c, err := stream.Consumer(rctx, consumerName(s.name))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, consumerDesc{}, nil
+	}
+	if err != nil {
+		return nil, consumerDesc{}, s.st.ps.fail(ctx, "looking up "+s.label(), err)
+	}
+	d, _ := parseDesc(c.CachedInfo().Config.Description)
+	s.keep(c, d)
+	return c, d, nil
+}
+
+// declare makes the subscription one of the topic's, creating its
+// consumer, or declaring the default's reserve, and brings the consumer's
+// lease to this PubSub's.
+func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
+	if c, d := s.cached(); c != nil && !d.Reserve {
+		return c, nil
+	}
+	stream, err := s.st.ensure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	for range 3 { // another process may create or delete it meanwhile
+		c, err := stream.Consumer(rctx, consumerName(s.name))
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			d := consumerDesc{Sub: s.name}
+			c, err = stream.CreateConsumer(rctx, s.config(d))
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				continue
+			}
+			if err != nil {
+				return nil, s.st.ps.fail(ctx, "creating the consumer of "+s.label(), err)
+			}
+			s.keep(c, d)
+			s.st.markPublishable()
+			return c, nil
+		}
+		if err != nil {
+			return nil, s.st.ps.fail(ctx, "looking up "+s.label(), err)
+		}
+		cfg := c.CachedInfo().Config
+		d, _ := parseDesc(cfg.Description)
+		if d.Sub == "" {
+			d.Sub = s.name
+		}
+		if d.Reserve {
+			declared := consumerDesc{Sub: s.name}
+			if d.Until > 0 {
+				info, err := stream.Info(rctx)
+				if err != nil {
+					return nil, s.st.ps.fail(ctx, "looking up the stream of "+s.label(), err)
+				}
+				declared.SkipFrom, declared.SkipTo = d.Until+1, info.State.LastSeq
+			}
+			d = declared
+		}
+		if cfg.AckWait != s.st.ps.opts.Lease || cfg.Description != d.String() {
+			cfg.AckWait, cfg.Description = s.st.ps.opts.Lease, d.String()
+			if c, err = stream.UpdateConsumer(rctx, cfg); err != nil {
+				if errors.Is(err, jetstream.ErrConsumerNotFound) {
+					continue
+				}
+				return nil, s.st.ps.fail(ctx, "updating the consumer of "+s.label(), err)
+			}
+		}
+		s.keep(c, d)
+		s.st.markPublishable()
+		return c, nil
+	}
+	return nil, fmt.Errorf("natspubsub: declaring %s: its consumer kept changing", s.label())
+}
+
+// reserve creates the default subscription's consumer in reserve on
+// stream, unless a consumer of that name exists.
+func (s *subState) reserve(ctx context.Context, stream jetstream.Stream) error {
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	_, err := stream.CreateConsumer(rctx, s.config(consumerDesc{Sub: s.name, Reserve: true}))
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+		return s.st.ps.fail(ctx, "creating the consumer of "+s.label(), err)
+	}
+	return nil
+}
+
+// markPublishable notes that the topic has a consumer.
+func (st *topicState) markPublishable() {
+	st.mu.Lock()
+	st.publishable = true
+	st.mu.Unlock()
+}
+
+// retireReserve deals with the default's reserve once a named
+// subscription exists: deleted when it holds nothing, else told where its
+// messages end.
+func (st *topicState) retireReserve(ctx context.Context, stream jetstream.Stream) error {
+	def := st.sub(pubsub.DefaultSubscription)
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	c, err := stream.Consumer(rctx, consumerName(def.name))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil
+	}
+	if err != nil {
+		return st.ps.fail(ctx, "looking up "+def.label(), err)
+	}
+	info, err := c.Info(rctx)
+	if err != nil {
+		return st.ps.fail(ctx, "looking up "+def.label(), err)
+	}
+	d, _ := parseDesc(info.Config.Description)
+	if !d.Reserve {
+		return nil
+	}
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		err := stream.DeleteConsumer(rctx, consumerName(def.name))
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return st.ps.fail(ctx, "retiring the reserve of "+def.label(), err)
+		}
+		def.forget()
+		return nil
+	}
+	if d.Until > 0 {
+		return nil
+	}
+	sinfo, err := stream.Info(rctx)
+	if err != nil {
+		return st.ps.fail(ctx, "looking up the stream of "+def.label(), err)
+	}
+	d.Until = sinfo.State.LastSeq
+	cfg := info.Config
+	cfg.Description = d.String()
+	if _, err := stream.UpdateConsumer(rctx, cfg); err != nil {
+		return st.ps.fail(ctx, "updating the reserve of "+def.label(), err)
+	}
+	def.forget()
+	return nil
+}
+
+// forget drops the cached consumer, so that the next call looks again.
+func (s *subState) forget() {
+	s.mu.Lock()
+	s.cons, s.desc = nil, consumerDesc{}
+	s.mu.Unlock()
+}
+
+// Subscribe creates subscription sub of topic unless it exists (see
+// pubsub.Subscriber) and returns a handle on it. The consumer is the
+// server's: every process with the same prefix shares it.
+func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
+	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
+		return nil, fmt.Errorf("natspubsub: %w", err)
+	}
+	if ps.isClosed() {
+		return nil, backend.ClosedError("natspubsub", topic, sub)
+	}
+	st := ps.topic(topic)
+	s := st.sub(sub)
+	if _, err := s.declare(ctx); err != nil {
+		return nil, err
+	}
+	if sub != pubsub.DefaultSubscription {
+		stream, err := st.ensure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.retireReserve(ctx, stream); err != nil {
+			return nil, err
+		}
+	}
+	return ps.handle(st, sub), nil
+}
+
+// Subscriptions lists the subscriptions of topic, sorted by name.
+func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	if err := pubsub.ValidateTopicName(topic); err != nil {
+		return nil, fmt.Errorf("natspubsub: %w", err)
+	}
+	if ps.isClosed() {
+		return nil, backend.ClosedError("natspubsub", topic, pubsub.DefaultSubscription)
+	}
+	st := ps.topic(topic)
+	stream, err := st.find(ctx)
+	if err != nil || stream == nil {
+		return []string{}, err
+	}
+	rctx, cancel := ps.request(ctx)
+	defer cancel()
+	names := []string{}
+	list := stream.ListConsumers(rctx)
+	for info := range list.Info() {
+		if d, ok := parseDesc(info.Config.Description); ok && !d.Reserve {
+			names = append(names, d.Sub)
+		}
+	}
+	if err := list.Err(); err != nil {
+		return nil, ps.fail(ctx, "listing the subscriptions of "+backend.Label(topic, pubsub.DefaultSubscription), err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteSubscription removes subscription sub of topic: its consumer, the
+// copies it has not settled, and its dead letters. It wraps
+// pubsub.ErrNoSubscription when topic has no subscription sub.
+func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
+	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
+		return fmt.Errorf("natspubsub: %w", err)
+	}
+	if ps.isClosed() {
+		return backend.ClosedError("natspubsub", topic, sub)
+	}
+	st := ps.topic(topic)
+	s := st.sub(sub)
+	none := fmt.Errorf("natspubsub: delete %s: %w %q", s.label(), pubsub.ErrNoSubscription, sub)
+	stream, err := st.find(ctx)
+	if err != nil {
+		return err
+	}
+	if stream == nil {
+		return none
+	}
+	rctx, cancel := ps.request(ctx)
+	defer cancel()
+	c, err := stream.Consumer(rctx, consumerName(sub))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return none
+	}
+	if err != nil {
+		return ps.fail(ctx, "looking up "+s.label(), err)
+	}
+	if d, _ := parseDesc(c.CachedInfo().Config.Description); d.Reserve {
+		return none
+	}
+	info, err := stream.Info(rctx)
+	if err != nil {
+		return ps.fail(ctx, "looking up the stream of "+s.label(), err)
+	}
+	last := info.State.Consumers <= 1
+	def := st.sub(pubsub.DefaultSubscription)
+	if last && sub != pubsub.DefaultSubscription {
+		if err := def.reserve(ctx, stream); err != nil {
+			return err
+		}
+	}
+	if err := stream.DeleteConsumer(rctx, consumerName(sub)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return ps.fail(ctx, "deleting "+s.label(), err)
+	}
+	s.mu.Lock()
+	s.cons, s.desc = nil, consumerDesc{}
+	s.gen++
+	s.mu.Unlock()
+	if last && sub == pubsub.DefaultSubscription {
+		if err := def.reserve(ctx, stream); err != nil {
+			return err
+		}
+	}
+	if d, err := st.deadStream(ctx, false); err != nil {
+		return err
+	} else if d != nil {
+		if err := d.Purge(rctx, jetstream.WithPurgeSubject(s.deadSubject())); err != nil {
+			return ps.fail(ctx, "purging the dead letters of "+s.label(), err)
+		}
+	}
+	return nil
+}
