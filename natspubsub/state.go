@@ -43,15 +43,7 @@ func (st *topicState) sub(name string) *subState {
 // ensure returns the topic's stream, creating it (or updating its
 // configuration to this version's) on first use.
 func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
-	st.mu.Lock()
-	s := st.stream
-	st.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	rctx, cancel := st.ps.request(ctx)
-	defer cancel()
-	s, err := st.ps.js.CreateOrUpdateStream(rctx, jetstream.StreamConfig{
+	return st.open(ctx, &st.stream, st.n.stream, &jetstream.StreamConfig{
 		Name:        st.n.stream,
 		Description: st.name,
 		Subjects:    []string{st.n.subjects},
@@ -59,35 +51,37 @@ func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 		Storage:     jetstream.FileStorage,
 		Replicas:    st.ps.opts.Replicas,
 	})
-	if err != nil {
-		return nil, st.ps.fail(ctx, "creating the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
-	}
-	st.mu.Lock()
-	st.stream = s
-	st.mu.Unlock()
-	return s, nil
 }
 
 // find returns the topic's stream if it exists, nil if not, without
 // creating it.
 func (st *topicState) find(ctx context.Context) (jetstream.Stream, error) {
+	return st.open(ctx, &st.stream, st.n.stream, nil)
+}
+
+// open returns the stream kept in *slot, else the stream called name,
+// which it creates with cfg (or brings to cfg) when cfg is not nil; nil
+// when it does not exist and cfg is nil. What it finds it keeps in *slot.
+func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name string, cfg *jetstream.StreamConfig) (jetstream.Stream, error) {
 	st.mu.Lock()
-	s := st.stream
+	s := *slot
 	st.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	s, err := st.ps.js.Stream(rctx, st.n.stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	var err error
+	if cfg != nil {
+		s, err = st.ps.js.CreateOrUpdateStream(rctx, *cfg)
+	} else if s, err = st.ps.js.Stream(rctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, st.ps.fail(ctx, "looking up the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+		return nil, st.ps.fail(ctx, fmt.Sprintf("opening stream %s of %s", name, backend.Label(st.name, pubsub.DefaultSubscription)), err)
 	}
 	st.mu.Lock()
-	st.stream = s
+	*slot = s
 	st.mu.Unlock()
 	return s, nil
 }
@@ -128,37 +122,18 @@ func (st *topicState) ensurePublishable(ctx context.Context) error {
 // deadStream returns the topic's dead-letter stream, made on first use
 // when create is set; else nil when it does not exist.
 func (st *topicState) deadStream(ctx context.Context, create bool) (jetstream.Stream, error) {
-	st.mu.Lock()
-	d := st.dead
-	st.mu.Unlock()
-	if d != nil {
-		return d, nil
-	}
-	ctx, cancel := st.ps.request(ctx)
-	defer cancel()
-	var err error
+	var cfg *jetstream.StreamConfig
 	if create {
-		d, err = st.ps.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		cfg = &jetstream.StreamConfig{
 			Name:        st.n.deadStream,
 			Description: st.name + " (dead letters)",
 			Subjects:    []string{st.n.deadPrefix + "*"},
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     jetstream.FileStorage,
 			Replicas:    st.ps.opts.Replicas,
-		})
-	} else {
-		d, err = st.ps.js.Stream(ctx, st.n.deadStream)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, nil
 		}
 	}
-	if err != nil {
-		return nil, st.ps.fail(ctx, "opening the dead letters of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
-	}
-	st.mu.Lock()
-	st.dead = d
-	st.mu.Unlock()
-	return d, nil
+	return st.open(ctx, &st.dead, st.n.deadStream, cfg)
 }
 
 // subState is what a PubSub knows of one subscription of a topic: its
