@@ -98,22 +98,7 @@ func TestByIDStatementsUsePrimaryKey(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, "PREPARE "+c.name+" AS "+c.sql); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		rows, err := conn.QueryContext(ctx, "EXPLAIN EXECUTE "+c.name+"("+c.args+")")
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		p := plan.String()
+		p := explain(ctx, t, conn, "EXPLAIN EXECUTE "+c.name+"("+c.args+")")
 		if c.name == "claim" {
 			// Both tables' rows are found by index, never by a scan of
 			// either table (a join to the rows taken hashed all of them).
