@@ -159,7 +159,9 @@ func (ps *PubSub) topic(name string) *topicState {
 
 // handle returns a new handle on subscription sub of st.
 func (ps *PubSub) handle(st *topicState, sub string) *Topic {
-	return &Topic{st: st, sub: st.sub(sub), h: backend.NewHandle()}
+	t := &Topic{st: st, sub: st.sub(sub), h: backend.NewHandle()}
+	t.closed, t.closeCtx = context.WithCancel(context.Background())
+	return t
 }
 
 // retryWait is how long a Dequeue waits after the server failed it before

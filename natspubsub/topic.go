@@ -29,6 +29,11 @@ type Topic struct {
 	st  *topicState
 	sub *subState
 	h   backend.Handle
+	// closed ends at the handle's Close (closeCtx). It is not derived
+	// from the PubSub's, so that a handle never closed leaves nothing
+	// behind.
+	closed   context.Context
+	closeCtx context.CancelFunc
 }
 
 var (
@@ -46,7 +51,9 @@ func (t *Topic) Subscription() string { return t.sub.name }
 // Close closes the handle: its calls return pubsub.ErrClosed from then on,
 // and a blocked Dequeue returns. The topic's messages stay on the server.
 func (t *Topic) Close() error {
-	return t.h.Close(backend.ClosedError("natspubsub", t.st.name, t.sub.name))
+	err := t.h.Close(backend.ClosedError("natspubsub", t.st.name, t.sub.name))
+	t.closeCtx()
+	return err
 }
 
 // check returns the error of a call on a closed handle or PubSub.
@@ -158,14 +165,9 @@ func (t *Topic) fetch(ctx context.Context) (*message, error) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, fetchWait)
 	defer cancel()
-	go func() { // the request ends with the handle and the PubSub too
-		select {
-		case <-t.h.Closed():
-		case <-t.st.ps.ctx.Done():
-		case <-fctx.Done():
-		}
-		cancel()
-	}()
+	// The request ends with the handle and the PubSub too.
+	defer context.AfterFunc(t.closed, cancel)()
+	defer context.AfterFunc(t.st.ps.ctx, cancel)()
 	batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
 	if err != nil {
 		return nil, err
