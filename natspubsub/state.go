@@ -50,6 +50,7 @@ func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 		Retention:   jetstream.InterestPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    st.ps.opts.Replicas,
+		Duplicates:  st.ps.opts.UniqueWindow,
 	})
 }
 
