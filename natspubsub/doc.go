@@ -62,9 +62,15 @@
 // long as the message (pubsubtest.Abilities.UniqueWindow declares the
 // difference).
 //
+// The inbox (Claim, for idempotent listeners) is a key-value bucket per
+// topic: a claim is a key created only if absent, kept for
+// Options.InboxRetention (a day by default), deleted by its release or
+// with its subscription. NATS takes part in no caller's transaction, so a
+// claim is written at once, whatever the ctx carries.
+//
 // Not offered yet (pubsubtest.Abilities says so): delayed and batch
 // enqueue (JetStream 2.9 has neither atomic batches nor scheduled
-// messages) and the inbox. Enqueue in
+// messages). Enqueue in
 // a caller's transaction (pubsub.WithTx) is refused with
 // pubsub.ErrUnsupported. The largest payload is the server's max_payload
 // (1 MiB by default) less 4 KiB for conveyor's headers.
