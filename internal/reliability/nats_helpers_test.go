@@ -95,7 +95,10 @@ func startNatsServer(t testing.TB, maxPayload int) *natsServer {
 
 // configure writes the server's configuration, read at its next start.
 func (s *natsServer) configure(maxPayload int) error {
-	conf := fmt.Sprintf("listen: \"127.0.0.1:%d\"\njetstream: {store_dir: %q}\n", s.port, filepath.Join(s.dir, "store"))
+	// Lame duck mode (stopLameDuck) closes the clients after a short
+	// grace period, one a second at most, then stops.
+	conf := fmt.Sprintf("listen: \"127.0.0.1:%d\"\njetstream: {store_dir: %q}\nlame_duck_grace_period: \"500ms\"\n",
+		s.port, filepath.Join(s.dir, "store"))
 	if maxPayload > 0 {
 		conf += fmt.Sprintf("max_payload: %d\n", maxPayload)
 	}
@@ -144,17 +147,24 @@ func (s *natsServer) ready(ctx context.Context) error {
 	return err
 }
 
-// stop stops the server the way an operator does: SIGTERM, which closes
-// the clients' connections and flushes the store, then waits for it.
-func (s *natsServer) stop() error {
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+// stop stops the server with SIGTERM, which shuts it down at once, and
+// waits for it.
+func (s *natsServer) stop() error { return s.signal(syscall.SIGTERM) }
+
+// stopLameDuck stops the server the way NATS has operators stop one for a
+// restart: SIGUSR2 puts it in lame duck mode, where it takes no new
+// client, closes the clients' connections, then shuts down.
+func (s *natsServer) stopLameDuck() error { return s.signal(syscall.SIGUSR2) }
+
+func (s *natsServer) signal(sig syscall.Signal) error {
+	if err := s.cmd.Process.Signal(sig); err != nil {
 		return err
 	}
 	select {
 	case <-s.done:
 		return nil
 	case <-time.After(patience):
-		return fmt.Errorf("nats-server did not stop in %v after SIGTERM; its log:\n%s", patience, s.log())
+		return fmt.Errorf("nats-server did not stop in %v after %v; its log:\n%s", patience, sig, s.log())
 	}
 }
 
