@@ -141,7 +141,7 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	if err := m.jm.InProgress(); err != nil {
-		return m.error("extend", err)
+		return m.error("extend", m.s.st.ps.fail(ctx, "extend", err))
 	}
 	now := time.Now()
 	until := now.Add(d)
