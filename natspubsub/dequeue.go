@@ -281,6 +281,9 @@ func (s *subState) pull(ctx context.Context, n int) ([]*message, error) {
 		return nil, err
 	}
 	msgs, got, err := s.acceptBatch(batch, nil)
+	if err != nil {
+		s.recheck() // the consumer may be gone: look it up again
+	}
 	if got > 0 || err != nil {
 		return msgs, err
 	}
@@ -290,7 +293,12 @@ func (s *subState) pull(ctx context.Context, n int) ([]*message, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, _, err = s.acceptBatch(batch, fctx)
+	msgs, got, err = s.acceptBatch(batch, fctx)
+	if got == 0 && fctx.Err() != nil && ctx.Err() == nil {
+		// A pull request to a consumer deleted meanwhile waits out its
+		// time without an error: look the consumer up again.
+		s.recheck()
+	}
 	return msgs, err
 }
 

@@ -26,6 +26,11 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	}
 	rctx, cancel := t.st.ps.request(ctx)
 	defer cancel()
+	// The server has processed the settles this process sent before it
+	// answers a ping: the counts then include every Ack that returned.
+	if err := t.st.ps.nc.FlushWithContext(rctx); err != nil {
+		return pubsub.Stats{}, t.st.ps.fail(ctx, "stats of "+t.sub.label(), err)
+	}
 	info, err := t.st.ps.consumerInfo(rctx, cons)
 	if err != nil {
 		return pubsub.Stats{}, t.st.ps.fail(ctx, "stats of "+t.sub.label(), err)

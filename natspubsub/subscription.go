@@ -252,6 +252,15 @@ func (st *topicState) retireReserve(ctx context.Context, stream jetstream.Stream
 	return nil
 }
 
+// recheck drops the cached consumer but not its description, so that the
+// next call looks the consumer up again while deliveries already under way
+// are still judged by the description.
+func (s *subState) recheck() {
+	s.mu.Lock()
+	s.cons = nil
+	s.mu.Unlock()
+}
+
 // forget drops the cached consumer, so that the next call looks again.
 func (s *subState) forget() {
 	s.mu.Lock()
