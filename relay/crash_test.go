@@ -1,0 +1,3 @@
+package relay_test
+
+func childRelay() error { return nil }
