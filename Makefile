@@ -1,29 +1,36 @@
 # conveyor — the two commands a new user needs are `make run` and `make test`.
 SHELL := /usr/bin/env bash
 GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
-# Backend of `make run`: mem (in-process channels) or db (PostgreSQL).
+# Backend of `make run`: mem (in-process channels), db (PostgreSQL) or nats
+# (NATS JetStream).
 BACKEND ?= mem
 
 .PHONY: run test lint fmt-check vet bench bench-micro fuzz check-go
 
-## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL)
+## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS)
 # Ctrl-C stops it cleanly. Its settings are environment variables
 # (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go). On
-# PostgreSQL its tables are in the schema conveyor_template, created if missing.
+# PostgreSQL its tables are in the schema conveyor_template, created if missing;
+# on NATS its streams are named conveyor_template_..., on $NATS_URL, else the
+# server on 127.0.0.1:4222, else a throwaway one (scripts/with-nats.sh).
 # The app is built into a temporary directory, removed when it exits, and run
 # as the recipe's own child (not by go run, which exits 1 on a signal): a clean
-# stop on Ctrl-C is a success. On db, the shell and with-postgres.sh ignore
-# SIGINT (its throwaway-cluster trap would exit 130 after the app's clean stop):
-# the app still gets it, and the script still removes its cluster afterwards.
+# stop on Ctrl-C is a success. On db and nats, the shell and the with- script
+# ignore SIGINT (a throwaway server's trap would exit 130 after the app's clean
+# stop): the app still gets it, and the script still removes its server
+# afterwards.
 run: check-go
-ifeq ($(filter $(BACKEND),mem db),)
-	@echo "BACKEND=$(BACKEND): want mem (the default, in memory) or db (PostgreSQL)"; exit 2
+ifeq ($(filter $(BACKEND),mem db nats),)
+	@echo "BACKEND=$(BACKEND): want mem (the default, in memory), db (PostgreSQL) or nats (NATS JetStream)"; exit 2
 else
 	@set -e; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-run.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/app" ./template/app; \
 	if [ "$(BACKEND)" = db ]; then \
 		trap '' INT; \
 		scripts/with-postgres.sh env CONVEYOR_BACKEND=db CONVEYOR_DB_SCHEMA=conveyor_template "$$dir/app"; \
+	elif [ "$(BACKEND)" = nats ]; then \
+		trap '' INT; \
+		scripts/with-nats.sh env CONVEYOR_BACKEND=nats CONVEYOR_NATS_PREFIX=conveyor_template "$$dir/app"; \
 	else \
 		CONVEYOR_BACKEND=mem "$$dir/app"; \
 	fi

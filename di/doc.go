@@ -43,7 +43,8 @@
 //     service's name.
 //   - Fill is all or nothing. Resolve at wiring time, not per message.
 //   - Shutdown stops the services the injector owns in reverse dependency
-//     order (through do's shutdown interfaces, or Close), reports every
+//     order (through do's shutdown interfaces, or Close, with or without an
+//     error result), reports every
 //     failure, and leaves borrowed values alone.
 //
 // More (naming inside do, providers, cost, limits): docs/di.md.

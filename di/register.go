@@ -224,11 +224,18 @@ func (st *state) addLocked(key serviceKey, svc *service) {
 	st.byDoName[svc.doName] = svc
 }
 
-// trackCloserLocked remembers v for Shutdown if it is an io.Closer that do
-// would not shut down itself. Called with mu held.
+// trackCloserLocked remembers v for Shutdown if it has a Close method (an
+// io.Closer, or a Close without result, as *nats.Conn's) and do would not
+// shut it down itself. Called with mu held.
 func (st *state) trackCloserLocked(doName string, v any) {
-	c, ok := v.(io.Closer)
-	if !ok || isShutdowner(v) {
+	var c io.Closer
+	switch v := v.(type) {
+	case io.Closer:
+		c = v
+	case interface{ Close() }:
+		c = voidCloser{v}
+	}
+	if c == nil || isShutdowner(v) {
 		return
 	}
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
@@ -236,6 +243,12 @@ func (st *state) trackCloserLocked(doName string, v any) {
 	}
 	st.closers[doName] = c
 }
+
+// voidCloser is a value whose Close has no result, as an io.Closer
+// (comparable when the value is, so Shutdown closes it once).
+type voidCloser struct{ v interface{ Close() } }
+
+func (c voidCloser) Close() error { c.v.Close(); return nil }
 
 // isShutdowner reports whether do shuts v down itself.
 func isShutdowner(v any) bool {

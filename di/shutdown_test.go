@@ -45,6 +45,10 @@ type (
 		name string
 	} // Close() error
 	closerAndStop struct{ rec *recorder } // Close() error and Shutdown()
+	voidClose     struct {
+		rec  *recorder
+		name string
+	} // Close(), as *nats.Conn
 )
 
 func (s *stopPlain) Shutdown()                               { s.rec.add("plain") }
@@ -54,6 +58,7 @@ func (s *stopWithCtxErr) Shutdown(ctx context.Context) error { s.rec.add("withCt
 func (c *closer) Close() error                               { c.rec.add("close " + c.name); return c.err }
 func (c *closerAndStop) Close() error                        { c.rec.add("close"); return nil }
 func (c *closerAndStop) Shutdown()                           { c.rec.add("shutdown") }
+func (c *voidClose) Close()                                  { c.rec.add("close " + c.name) }
 
 // lazyOn registers v lazily, its provider resolving deps through its ctx.
 func lazyOn[T any](t *testing.T, ctx context.Context, v T, deps ...func(context.Context) error) {
@@ -173,6 +178,14 @@ func TestShutdownClosers(t *testing.T) {
 				return errors.Join(RegisterSingleton(ctx, c), RegisterNamedSingleton(ctx, "alias", c))
 			},
 			want: []string{"close c"},
+		},
+		{
+			name: "Close without result, under two names, is closed once",
+			register: func(ctx context.Context, rec *recorder) error {
+				c := &voidClose{rec: rec, name: "v"}
+				return errors.Join(RegisterSingleton(ctx, c), RegisterNamedSingleton(ctx, "alias", c))
+			},
+			want: []string{"close v"},
 		},
 		{
 			name: "do's Shutdown wins over Close",

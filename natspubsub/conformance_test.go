@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -24,7 +25,8 @@ func harness(t *testing.T) pubsubtest.Harness {
 	url := natstest.URL(t)
 	var prefixes sync.Map // *natspubsub.PubSub -> its Options.Prefix
 	options := func(prefix string, cfg pubsubtest.Config) natspubsub.Options {
-		return natspubsub.Options{Prefix: prefix, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize}
+		return natspubsub.Options{Prefix: prefix, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize,
+			UniqueWindow: uniqueWindow}
 	}
 	open := func(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
 		ps, err := natspubsub.Connect(url, o)
@@ -63,10 +65,15 @@ func harness(t *testing.T) pubsubtest.Harness {
 	}
 }
 
+// uniqueWindow is the suite's duplicate window: long enough for its unique
+// cases, short enough to wait out.
+const uniqueWindow = 2 * time.Second
+
 // abilities are what JetStream offers conveyor so far (doc.go).
 func abilities() pubsubtest.Abilities {
 	return pubsubtest.Abilities{
 		Durable: true, Shared: true,
+		Unique: true, UniqueWindow: uniqueWindow, Inbox: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true,

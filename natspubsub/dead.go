@@ -101,7 +101,7 @@ func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 		}
 		return err
 	}
-	if err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, e.Data); err != nil {
+	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data); err != nil {
 		return err
 	}
 	d, err := s.st.deadStream(ctx, false)

@@ -55,9 +55,22 @@
 // than that margin, a late settle can reach the server after it redelivered
 // the message, and then settles the newer delivery.
 //
+// EnqueueUnique publishes with a Nats-Msg-Id made of the key, and the
+// stream refuses a second message with that id within its duplicate window
+// (Options.UniqueWindow, 2 minutes by default). A key is remembered for
+// the window only, whatever became of its message; dbpubsub keeps it as
+// long as the message (pubsubtest.Abilities.UniqueWindow declares the
+// difference).
+//
+// The inbox (Claim, for idempotent listeners) is a key-value bucket per
+// topic: a claim is a key created only if absent, kept for
+// Options.InboxRetention (a day by default), deleted by its release or
+// with its subscription. NATS takes part in no caller's transaction, so a
+// claim is written at once, whatever the ctx carries.
+//
 // Not offered yet (pubsubtest.Abilities says so): delayed and batch
 // enqueue (JetStream 2.9 has neither atomic batches nor scheduled
-// messages), unique enqueue and the inbox. Enqueue in
+// messages). Enqueue in
 // a caller's transaction (pubsub.WithTx) is refused with
 // pubsub.ErrUnsupported. The largest payload is the server's max_payload
 // (1 MiB by default) less 4 KiB for conveyor's headers.

@@ -18,6 +18,7 @@ import (
 //	  a re-queued dead message, for one subscription <prefix>.t.<topic>.to.<sub>
 //	  a subscription   consumer c_<sub>             (durable, pull, filter <prefix>.t.<topic>.>)
 //	dead-letter stream <prefix>_d_<topic>           subjects <prefix>.d.<topic>.<sub>
+//	inbox bucket       <prefix>_i_<topic>           keys <sub>.<key> (stream KV_<bucket>)
 var tokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // token stands for name in stream, consumer and subject names.
@@ -34,6 +35,7 @@ type names struct {
 	toPrefix   string // the subject of a re-queue, less the subscription's token
 	deadStream string // the dead-letter stream
 	deadPrefix string // a dead message's subject, less the subscription's token
+	inbox      string // the inbox's key-value bucket
 }
 
 func topicNames(prefix, topic string) names {
@@ -46,8 +48,15 @@ func topicNames(prefix, topic string) names {
 		toPrefix:   base + ".to.",
 		deadStream: prefix + "_d_" + tok,
 		deadPrefix: prefix + ".d." + tok + ".",
+		inbox:      prefix + "_i_" + tok,
 	}
 }
+
+// inboxStream is the stream that holds key-value bucket.
+func inboxStream(bucket string) string { return "KV_" + bucket }
+
+// inboxSubject is the subject of key (or a wildcard of keys) in bucket.
+func inboxSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
 // consumerName is the durable consumer of subscription sub.
 func consumerName(sub string) string { return "c_" + token(sub) }

@@ -18,6 +18,12 @@ const (
 	// an acknowledged settle, a stream or consumer look-up) whose ctx has
 	// no earlier deadline.
 	DefaultRequestTimeout = 10 * time.Second
+	// DefaultUniqueWindow is how long EnqueueUnique remembers a key:
+	// NATS's own default duplicate window.
+	DefaultUniqueWindow = 2 * time.Minute
+	// DefaultInboxRetention is how long an inbox claim is kept: as long
+	// as dbpubsub keeps its finished messages and claims by default.
+	DefaultInboxRetention = 24 * time.Hour
 	// headerRoom is the part of the server's max_payload kept for the
 	// headers conveyor adds to a message (its ID, and a dead message's
 	// attempts and last error).
@@ -47,6 +53,16 @@ type Options struct {
 	// RequestTimeout bounds each request to the server whose ctx has no
 	// earlier deadline. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// UniqueWindow is how long a key of EnqueueUnique (and so a message
+	// relayed with its ID, see package relay) is remembered from its first
+	// enqueue: the duplicate window of the topic's stream, whose server
+	// keeps each key for that long. At least 100ms; 0 means
+	// DefaultUniqueWindow.
+	UniqueWindow time.Duration
+	// InboxRetention is how long a claim of the inbox (Claim) is kept:
+	// a redelivery later than that claims anew. At least a second; 0
+	// means DefaultInboxRetention.
+	InboxRetention time.Duration
 	// Replicas is how many copies of each stream the server cluster
 	// keeps (1 to 5). 0 means 1.
 	Replicas int
@@ -74,6 +90,10 @@ func (o Options) resolve(maxPayload int) (resolved, error) {
 	switch {
 	case o.RequestTimeout < 0:
 		return resolved{}, fmt.Errorf("natspubsub: Options.RequestTimeout is %v, want 0 (default) or more", o.RequestTimeout)
+	case o.UniqueWindow != 0 && o.UniqueWindow < 100*time.Millisecond:
+		return resolved{}, fmt.Errorf("natspubsub: Options.UniqueWindow is %v, want 0 (default: %v) or at least 100ms", o.UniqueWindow, DefaultUniqueWindow)
+	case o.InboxRetention != 0 && o.InboxRetention < time.Second:
+		return resolved{}, fmt.Errorf("natspubsub: Options.InboxRetention is %v, want 0 (default: %v) or at least 1s", o.InboxRetention, DefaultInboxRetention)
 	case o.Replicas < 0 || o.Replicas > 5:
 		return resolved{}, fmt.Errorf("natspubsub: Options.Replicas is %d, want 0 (default: 1) to 5", o.Replicas)
 	}
@@ -82,6 +102,12 @@ func (o Options) resolve(maxPayload int) (resolved, error) {
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 1
+	}
+	if o.UniqueWindow == 0 {
+		o.UniqueWindow = DefaultUniqueWindow
+	}
+	if o.InboxRetention == 0 {
+		o.InboxRetention = DefaultInboxRetention
 	}
 	storeMax := 0
 	if maxPayload > 0 {

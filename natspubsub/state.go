@@ -24,7 +24,8 @@ type topicState struct {
 	// publishable: the topic was seen with a consumer, so a publish is
 	// kept (ensurePublishable).
 	publishable bool
-	dead        jetstream.Stream // nil until a message died or the dead letters were asked for
+	dead        jetstream.Stream   // nil until a message died or the dead letters were asked for
+	kv          jetstream.KeyValue // the inbox, nil until the first claim
 	subs        map[string]*subState
 }
 
@@ -50,6 +51,7 @@ func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
 		Retention:   jetstream.InterestPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    st.ps.opts.Replicas,
+		Duplicates:  st.ps.opts.UniqueWindow,
 	})
 }
 

@@ -376,5 +376,5 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 			return ps.fail(ctx, "purging the dead letters of "+s.label(), err)
 		}
 	}
-	return nil
+	return s.forgetClaims(ctx)
 }

@@ -21,10 +21,15 @@ const (
 	hdrError    = "Conveyor-Error"    // a dead message's last error
 )
 
+// uniquePrefix starts the Nats-Msg-Id of a unique enqueue, followed by the
+// key's token: the stream's duplicate window refuses a second message with
+// the same id.
+const uniquePrefix = "u:"
+
 // Topic is a handle on one subscription of a topic of a PubSub: its
 // Enqueue publishes to the topic, its Dequeue reads the subscription.
-// Besides pubsub.Topic it has the optional abilities pubsub.DeadLetters
-// and pubsub.Stater.
+// Besides pubsub.Topic it has the optional abilities pubsub.DeadLetters,
+// pubsub.Stater and pubsub.UniqueEnqueuer.
 type Topic struct {
 	st  *topicState
 	sub *subState
@@ -37,9 +42,10 @@ type Topic struct {
 }
 
 var (
-	_ pubsub.Topic       = (*Topic)(nil)
-	_ pubsub.DeadLetters = (*Topic)(nil)
-	_ pubsub.Stater      = (*Topic)(nil)
+	_ pubsub.Topic          = (*Topic)(nil)
+	_ pubsub.DeadLetters    = (*Topic)(nil)
+	_ pubsub.Stater         = (*Topic)(nil)
+	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
 )
 
 // Name returns the topic's name.
@@ -70,6 +76,34 @@ func (t *Topic) check() error {
 // (pubsub.WithTx) with an error wrapping pubsub.ErrUnsupported, since a
 // NATS publish takes part in none.
 func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
+	if err := t.checkEnqueue(ctx, data); err != nil {
+		return err
+	}
+	_, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), "", data)
+	return err
+}
+
+// EnqueueUnique publishes data unless the topic's stream saw a message with
+// key within Options.UniqueWindow, and reports whether it did. The key is
+// remembered for the window from its first enqueue, whatever becomes of
+// its message: unlike dbpubsub, which keeps a key as long as its message,
+// a key enqueued longer ago than the window is taken again even while its
+// message is still waiting. A bad key wraps pubsub.ErrInvalidKey; the
+// rest is as Enqueue.
+func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if err := pubsub.ValidateKey(key); err != nil {
+		return false, fmt.Errorf("natspubsub: unique enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
+	}
+	if err := t.checkEnqueue(ctx, data); err != nil {
+		return false, err
+	}
+	dup, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), uniquePrefix+token(key), data)
+	return err == nil && !dup, err
+}
+
+// checkEnqueue refuses what no enqueue of data with ctx can do, and makes
+// sure the topic has a consumer to keep the message for.
+func (t *Topic) checkEnqueue(ctx context.Context, data []byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -83,24 +117,27 @@ func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := t.st.ensurePublishable(ctx); err != nil {
-		return err
-	}
-	return t.st.publish(ctx, t.st.n.publish, nuid.Next(), data)
+	return t.st.ensurePublishable(ctx)
 }
 
-// publish stores data as message id on subject of the topic's stream.
-func (st *topicState) publish(ctx context.Context, subject, id string, data []byte) error {
+// publish stores data as message id on subject of the topic's stream. With
+// a msgID (the Nats-Msg-Id header), it reports whether the stream refused
+// it as a duplicate within its window.
+func (st *topicState) publish(ctx context.Context, subject, id, msgID string, data []byte) (dup bool, err error) {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{hdrID: []string{id}}}
+	if msgID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	}
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
+	ack, err := st.ps.js.PublishMsg(rctx, msg)
+	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
 		}
-		return st.ps.fail(ctx, "enqueue on "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+		return false, st.ps.fail(ctx, "enqueue on "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}
-	return nil
+	return ack.Duplicate, nil
 }
 
 // fetchWait bounds each pull request a Dequeue makes: while no message

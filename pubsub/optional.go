@@ -26,7 +26,9 @@ type BatchEnqueuer interface {
 // UniqueEnqueuer is a Topic that can enqueue a message only if no message
 // with the same key is already kept by it (ready, scheduled, processing,
 // dead, or finished and not yet pruned): the way several processes enqueue
-// one thing once, such as one tick of a periodic event.
+// one thing once, such as one tick of a periodic event. A backend may
+// remember a key for a bounded window only (natspubsub; declared by
+// pubsubtest.Abilities.UniqueWindow).
 type UniqueEnqueuer interface {
 	// EnqueueUnique reports whether data was enqueued (false: a message
 	// with key exists, and nothing was added).

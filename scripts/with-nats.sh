@@ -71,7 +71,9 @@ port=54221
 for attempt in 1 2 3 4 5; do
 	port=$(free_port $((port + 1))) || { log "no free port in 54222-54322"; exit 1; }
 	log "starting a throwaway nats-server on 127.0.0.1:$port in $dir"
-	"$server" -a 127.0.0.1 -p "$port" -js -sd "$dir/store" -l "$dir/server.log" &
+	# In a session of its own: a Ctrl-C to CMD's process group must not
+	# stop the server while CMD still drains.
+	setsid "$server" -a 127.0.0.1 -p "$port" -js -sd "$dir/store" -l "$dir/server.log" &
 	pid=$!
 	for _ in $(seq 1 100); do
 		if (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then

@@ -18,8 +18,11 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/natspubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 const (
@@ -106,6 +109,47 @@ func TestEndToEnd(t *testing.T) {
 		second.stop(t)
 		checkTable(t, db, orders)
 	})
+	t.Run("NATS", func(t *testing.T) {
+		t.Parallel()
+		url := natstest.URL(t)
+		prefix := natstest.Prefix(t, url) // its streams are deleted after the test
+		p := startApp(t, "CONVEYOR_BACKEND=nats", "NATS_URL="+url, "CONVEYOR_NATS_PREFIX="+prefix)
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.stop(t)
+		checkNATS(t, url, prefix)
+	})
+}
+
+// checkNATS checks that the app on NATS left nothing ready, in hand or
+// dead on either subscription of its topic.
+func checkNATS(t *testing.T, url, prefix string) {
+	t.Helper()
+	ps, err := natspubsub.Connect(url, natspubsub.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx := context.Background()
+	for _, sub := range subscriptions {
+		tp, err := ps.Subscribe(ctx, "orders", sub)
+		if sub == "default" {
+			tp, err = ps.Topic("orders"), nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := pubsub.TopicStats(ctx, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A report ticked just before the stop may wait for the next
+		// start: that is not lost.
+		if s.Ready > 1 || s.Processing != 0 || s.Dead != 0 {
+			t.Errorf("subscription %s after the stop: %+v, want nothing in hand or dead", sub, s)
+		}
+		_ = tp.Close()
+	}
 }
 
 // rowCounts counts the rows of the message table by subscription, event
@@ -176,7 +220,8 @@ func startApp(t *testing.T, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(appBinary(t))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "PORT=") {
+		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "NATS_URL=") &&
+			!strings.HasPrefix(kv, "PORT=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

@@ -90,6 +90,17 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("the app did not log that it uses the schema conveyor_template:\n%s", p.stderr)
 		}
 	})
+	t.Run("NATSThrowaway", func(t *testing.T) {
+		// No server given: scripts/with-nats.sh starts a throwaway
+		// nats-server, and removes it after the app's clean stop.
+		t.Parallel()
+		p := startMake(t, "BACKEND=nats", "NATS_FORCE_THROWAWAY=1")
+		p.ctrlC(t)
+		log := p.stderr.String()
+		if !regexp.MustCompile(`msg="NATS ready" server=nats://127\.0\.0\.1:\d+ prefix=conveyor_template`).MatchString(log) {
+			t.Errorf("the app did not log the throwaway server and the prefix conveyor_template:\n%s", log)
+		}
+	})
 }
 
 // makeProcess is `make run` running, in a process group of its own.
@@ -114,6 +125,7 @@ func startMake(t *testing.T, args ...string) *makeProcess {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "CONVEYOR_"), name == "DATABASE_URL", name == "PORT", name == "PGPORT_FORCE_THROWAWAY",
+			name == "NATS_URL", name == "NATS_FORCE_THROWAWAY",
 			name == "MAKEFLAGS", name == "MFLAGS", name == "MAKELEVEL", name == "BACKEND":
 		default:
 			cmd.Env = append(cmd.Env, kv)

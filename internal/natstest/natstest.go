@@ -110,7 +110,8 @@ func DeleteStreams(serverURL, prefix string) error {
 	names := js.StreamNames(ctx)
 	var doomed []string
 	for name := range names.Name() {
-		if strings.HasPrefix(name, prefix) {
+		// A key-value bucket's stream is KV_<bucket>.
+		if strings.HasPrefix(name, prefix) || strings.HasPrefix(name, "KV_"+prefix) {
 			doomed = append(doomed, name)
 		}
 	}

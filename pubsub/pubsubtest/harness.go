@@ -29,11 +29,18 @@ type Abilities struct {
 	// messages, as separate processes would.
 	Shared bool
 
-	Delay       bool // Topic: pubsub.Delayer
-	Batch       bool // Topic: pubsub.BatchEnqueuer
-	Unique      bool // Topic: pubsub.UniqueEnqueuer
-	DeadLetters bool // Topic: pubsub.DeadLetters
-	Stats       bool // Topic: pubsub.Stater
+	Delay  bool // Topic: pubsub.Delayer
+	Batch  bool // Topic: pubsub.BatchEnqueuer
+	Unique bool // Topic: pubsub.UniqueEnqueuer
+	// UniqueWindow is 0 when a unique key is kept as long as its message
+	// is; else how long after its first enqueue the backend remembers a
+	// key, whatever became of its message (natspubsub: the stream's
+	// duplicate window). The harness then makes its PubSubs with this
+	// window, and the suite checks that a key is refused within it and
+	// taken again once it has passed.
+	UniqueWindow time.Duration
+	DeadLetters  bool // Topic: pubsub.DeadLetters
+	Stats        bool // Topic: pubsub.Stater
 	// OldestReady: Stats.OldestReady says how long the oldest ready
 	// message has waited (a backend that does not track it reports 0).
 	OldestReady bool

@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 		{"Delay", testDelay},
 		{"Batch", testBatch},
 		{"Unique", testUnique},
+		{"UniqueWindow", testUniqueWindow},
 		{"Stats", testStats},
 		{"StatsOldestReady", testStatsOldestReady},
 		{"ConcurrentProducersAndConsumers", testConcurrent},
@@ -568,6 +569,32 @@ func testUnique(t *testing.T, h Harness) {
 	wantData(t, m, "second")
 	ack(t, m)
 	add("tick-2", "after its ack", false) // a finished message keeps its key until pruned
+	expectNone(t, tp, 200*time.Millisecond)
+}
+
+// testUniqueWindow: on a backend that remembers keys for a window only, a
+// key enqueued longer ago than the window is taken again, even while its
+// first message waits; both messages are delivered.
+func testUniqueWindow(t *testing.T, h Harness) {
+	need(t, h.Abilities.Unique && h.Abilities.UniqueWindow > 0, "unique keys remembered for a window (Abilities.UniqueWindow)")
+	ctx := context.Background()
+	tp := open(t, newPubSub(t, h, Config{}), "unique-window")
+	add := func(data string, want bool) {
+		t.Helper()
+		ok, err := pubsub.EnqueueUnique(ctx, tp, "tick", []byte(data))
+		if err != nil || ok != want {
+			t.Fatalf("EnqueueUnique(%q, %q) = %v, %v; want %v, nil", "tick", data, ok, err, want)
+		}
+	}
+	add("first", true)
+	add("within the window", false)
+	time.Sleep(2 * h.Abilities.UniqueWindow)
+	add("after the window", true)
+	for _, want := range []string{"first", "after the window"} {
+		m := dequeue(t, tp)
+		wantData(t, m, want)
+		ack(t, m)
+	}
 	expectNone(t, tp, 200*time.Millisecond)
 }
 

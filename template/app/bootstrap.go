@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,11 +11,14 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 
 	"github.com/conveyorgo/conveyor/template/app/orders"
@@ -57,12 +61,19 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	}
 
 	// The backend: where messages live. Swapping it is one line.
-	if cfg.Backend == BackendDB {
+	switch cfg.Backend {
+	case BackendDB:
 		if err := registerDatabase(ctx, ictx, cfg, log); err != nil {
 			return nil, err
 		}
 		err = dbpubsub.Register(ictx) // durable in PostgreSQL, shared by every process on the database
-	} else {
+	case BackendNATS:
+		if err := registerNATS(ictx, cfg, log); err != nil {
+			return nil, err
+		}
+		// durable in NATS JetStream, shared by every process on the server or cluster
+		err = natspubsub.RegisterWithOptions(ictx, natspubsub.Options{Prefix: cfg.NATSPrefix, Logger: log})
+	default:
 		err = channelpubsub.Register(ictx) // in this process's memory
 	}
 	if err != nil {
@@ -170,6 +181,28 @@ func registerDatabase(ctx, ictx context.Context, cfg Config, log *slog.Logger) e
 	}
 	log.Info("database ready", "database", database, "schema", schema, "dsn", redactDSN(cfg.DatabaseURL),
 		"migrated_in", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// registerNATS connects to the NATS server and registers the connection
+// in the injector, where natspubsub.Register finds it; di.Shutdown closes
+// it last. The connection reconnects for as long as the app runs.
+func registerNATS(ictx context.Context, cfg Config, log *slog.Logger) error {
+	nc, err := nats.Connect(cfg.NATSURL, nats.Name("conveyor-template"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+	if err != nil {
+		return fmt.Errorf("NATS_URL: %w", err)
+	}
+	if err := di.RegisterSingleton(ictx, nc); err != nil {
+		nc.Close()
+		return err
+	}
+	log.Info("NATS ready", "server", nc.ConnectedUrlRedacted(), "prefix", cmp.Or(cfg.NATSPrefix, natspubsub.DefaultPrefix))
 	return nil
 }
 

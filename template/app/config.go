@@ -21,6 +21,9 @@ const (
 	// BackendDB keeps messages in PostgreSQL (dbpubsub): durable, and
 	// shared by every process on the database.
 	BackendDB Backend = "db"
+	// BackendNATS keeps messages in NATS JetStream (natspubsub): durable,
+	// and shared by every process on the server or cluster.
+	BackendNATS Backend = "nats"
 )
 
 // Config is the app's configuration, read from the environment by
@@ -28,9 +31,11 @@ const (
 // tagged `inject:""` gets it.
 type Config struct {
 	Addr         string        // CONVEYOR_ADDR, else ":$PORT", else 127.0.0.1:8080
-	Backend      Backend       // CONVEYOR_BACKEND: mem (default) or db
+	Backend      Backend       // CONVEYOR_BACKEND: mem (default), db or nats
 	DatabaseURL  string        // DATABASE_URL: the PostgreSQL DSN, needed by db
 	Schema       string        // CONVEYOR_DB_SCHEMA: the schema of the app's tables, created if missing (default: the DSN's search_path)
+	NATSURL      string        // NATS_URL: the NATS server(s), needed by nats, as in nats://127.0.0.1:4222
+	NATSPrefix   string        // CONVEYOR_NATS_PREFIX: starts the names of the app's streams (default: natspubsub's, conveyor)
 	Workers      int           // CONVEYOR_WORKERS: events handled at once (default 10)
 	ReportEvery  time.Duration // CONVEYOR_REPORT_EVERY: period of the sales report (default 1m)
 	DrainTimeout time.Duration // CONVEYOR_DRAIN_TIMEOUT: how long a stop waits for work in flight (default 30s)
@@ -55,6 +60,9 @@ const (
 // identifier that needs no quoting.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
+// natsPrefix is what CONVEYOR_NATS_PREFIX accepts (natspubsub.Options.Prefix).
+var natsPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
 // LoadConfig reads the configuration from getenv (os.Getenv in main). An
 // error names every variable that is wrong and what it should be.
 func LoadConfig(getenv func(string) string) (Config, error) {
@@ -62,6 +70,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Addr:         DefaultAddr,
 		Backend:      BackendMem,
 		DatabaseURL:  getenv("DATABASE_URL"),
+		NATSURL:      getenv("NATS_URL"),
 		Workers:      DefaultWorkers,
 		ReportEvery:  DefaultReportEvery,
 		DrainTimeout: DefaultDrainTimeout,
@@ -91,8 +100,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if c.DatabaseURL == "" {
 			errs = append(errs, errors.New("CONVEYOR_BACKEND=db needs DATABASE_URL, as in postgres://user:password@localhost:5432/shop"))
 		}
+	case "nats":
+		c.Backend = BackendNATS
+		if c.NATSURL == "" {
+			errs = append(errs, errors.New("CONVEYOR_BACKEND=nats needs NATS_URL, as in nats://127.0.0.1:4222"))
+		}
 	default:
-		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default) or db (PostgreSQL, with DATABASE_URL)")
+		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default), db (PostgreSQL, with DATABASE_URL) or nats (NATS JetStream, with NATS_URL)")
 	}
 
 	if v := getenv("CONVEYOR_DB_SCHEMA"); v != "" {
@@ -100,6 +114,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			bad("CONVEYOR_DB_SCHEMA", v, "a schema name of lower-case letters, digits and _, as in shop")
 		}
 		c.Schema = v
+	}
+
+	if v := getenv("CONVEYOR_NATS_PREFIX"); v != "" {
+		if !natsPrefix.MatchString(v) {
+			bad("CONVEYOR_NATS_PREFIX", v, "1 to 32 ASCII letters, digits, - and _, as in shop")
+		}
+		c.NATSPrefix = v
 	}
 
 	if v := getenv("CONVEYOR_WORKERS"); v != "" {

@@ -54,7 +54,15 @@ func TestLoadConfig(t *testing.T) {
 			}, nil},
 		{"BadSchema", map[string]string{"CONVEYOR_DB_SCHEMA": `Shop"; DROP`}, nil, []string{"CONVEYOR_DB_SCHEMA", "lower-case"}},
 		{"DBWithoutURL", map[string]string{"CONVEYOR_BACKEND": "db"}, nil, []string{"DATABASE_URL"}},
-		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db"}},
+		{"NATS", map[string]string{"CONVEYOR_BACKEND": "nats", "NATS_URL": "nats://127.0.0.1:4222", "CONVEYOR_NATS_PREFIX": "shop-1"},
+			func(t *testing.T, c Config) {
+				if c.Backend != BackendNATS || c.NATSURL != "nats://127.0.0.1:4222" || c.NATSPrefix != "shop-1" {
+					t.Errorf("got %+v", c)
+				}
+			}, nil},
+		{"NATSWithoutURL", map[string]string{"CONVEYOR_BACKEND": "nats"}, nil, []string{"NATS_URL"}},
+		{"BadNATSPrefix", map[string]string{"CONVEYOR_NATS_PREFIX": "shop.orders"}, nil, []string{"CONVEYOR_NATS_PREFIX", "letters"}},
+		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db", "nats"}},
 		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},
 		{"EveryMistake", map[string]string{"CONVEYOR_WORKERS": "0", "CONVEYOR_REPORT_EVERY": "often",
 			"CONVEYOR_DRAIN_TIMEOUT": "-1s", "CONVEYOR_LOG_LEVEL": "loud", "CONVEYOR_READ_TIMEOUT": "0s",

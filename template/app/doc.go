@@ -7,6 +7,7 @@
 // Build and run it with `go build -o app . && ./app` (go run exits 1 when a
 // signal stops the app); configure it with environment variables (see
 // Config): CONVEYOR_BACKEND=db with DATABASE_URL keeps the events in
-// PostgreSQL instead of memory. SIGINT or SIGTERM stops it cleanly: it stops
+// PostgreSQL instead of memory, CONVEYOR_BACKEND=nats with NATS_URL in NATS
+// JetStream. SIGINT or SIGTERM stops it cleanly: it stops
 // taking orders, finishes the work in flight and exits 0.
 package main
