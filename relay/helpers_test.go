@@ -33,6 +33,15 @@ type produced struct {
 // messages each, rolling back every fifth transaction.
 func produce(t testing.TB, db *bun.DB, src pubsub.Topic, prefix string, n, perTx int) produced {
 	t.Helper()
+	p, err := tryProduce(db, src, prefix, n, perTx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tryProduce is produce, for another goroutine than the test's.
+func tryProduce(db *bun.DB, src pubsub.Topic, prefix string, n, perTx int) (produced, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	var p produced
@@ -59,10 +68,10 @@ func produce(t testing.TB, db *bun.DB, src pubsub.Topic, prefix string, n, perTx
 		case err == nil:
 			p.committed = append(p.committed, batch...)
 		default:
-			t.Fatalf("transaction %d: %v", tx, err)
+			return p, fmt.Errorf("producer transaction %d: %w", tx, err)
 		}
 	}
-	return p
+	return p, nil
 }
 
 // drain dequeues and acks want messages of dst, then checks that dst
@@ -91,12 +100,20 @@ func drain(t testing.TB, dst pubsub.Topic, want int) map[string]int {
 	}
 	if left := s.Ready + s.Scheduled + s.Processing + s.Dead; left != 0 {
 		t.Errorf("the destination keeps %d messages beyond the %d expected (%+v)", left, want, s)
+		for range s.Ready { // counted as well
+			m, err := dst.Dequeue(ctx)
+			if err != nil {
+				t.Fatalf("Dequeue of the messages beyond those expected: %v", err)
+			}
+			got[string(m.Data())]++
+			_ = m.Ack(ctx)
+		}
 	}
 	return got
 }
 
 // checkExactlyOnce fails t unless got has each committed payload once
-// and no rolled-back one.
+// and no rolled-back one (drain's result).
 func checkExactlyOnce(t testing.TB, p produced, got map[string]int) {
 	t.Helper()
 	missing, twice := 0, 0

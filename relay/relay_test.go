@@ -11,6 +11,8 @@ import (
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/internal/natstest"
+	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/relay"
 )
@@ -72,6 +74,7 @@ func TestKey(t *testing.T) {
 // arrives once, no rolled-back one does, and the source is left with
 // every message acked.
 func TestRelayCommittedOnly(t *testing.T) {
+	t.Parallel()
 	_, db := dbpubsubtest.NewStore(t)
 	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet})
 	src, dst := ps.Topic("outbox"), ps.Topic("inbox")
@@ -81,7 +84,7 @@ func TestRelayCommittedOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRelay(t, r) // relays while the producer writes
-	p := produce(t, db, src, "m", 500, 10)
+	p := produce(t, db, src, "m", 200, 10)
 	checkExactlyOnce(t, p, drain(t, dst, len(p.committed)))
 	waitFor(t, "the source's messages acked", func() bool {
 		s, err := pubsub.TopicStats(context.Background(), src)
@@ -142,6 +145,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 // hands each out again after its lease, and the destination keeps one
 // copy, the second publish reported as a duplicate.
 func TestLostAckIsDuplicate(t *testing.T) {
+	t.Parallel()
 	_, db := dbpubsubtest.NewStore(t)
 	lease := 300 * time.Millisecond
 	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Lease: lease, RescueInterval: lease / 5, Logger: quiet})
@@ -164,71 +168,103 @@ func TestLostAckIsDuplicate(t *testing.T) {
 	}
 }
 
-// TestTooLargeIsDead relays a message the destination can never take
-// between two it can: it is dead in the source with the reason, and the
-// others arrive.
+// destinations are the destinations the tests relay to from dbpubsub:
+// each makes a fresh topic, with its backend's default options.
+func destinations(t *testing.T) map[string]func(t *testing.T) pubsub.Topic {
+	return map[string]func(t *testing.T) pubsub.Topic{
+		"dbpubsub": func(t *testing.T) pubsub.Topic {
+			_, db := dbpubsubtest.NewStore(t)
+			return dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet}).Topic("inbox")
+		},
+		"natspubsub": func(t *testing.T) pubsub.Topic {
+			url := natstest.URL(t)
+			ps, err := natspubsub.Connect(url, natspubsub.Options{Prefix: natstest.Prefix(t, url), Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ps.Close() })
+			return ps.Topic("inbox")
+		},
+	}
+}
+
+// TestTooLargeIsDead relays a message over the destination's size limit
+// between two it can take: it is dead in the source with the reason, and
+// the others arrive.
 func TestTooLargeIsDead(t *testing.T) {
-	_, db := dbpubsubtest.NewStore(t)
-	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet})
-	small := dbpubsubtest.New(t, db, dbpubsub.Options{MaxDataSize: 1000, Logger: quiet})
-	src, dst := ps.Topic("outbox"), small.Topic("inbox")
-	ctx := context.Background()
-	big := strings.Repeat("x", 1001)
-	for _, d := range []string{"before", big, "after"} {
-		if err := src.Enqueue(ctx, []byte(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := relay.New(src, dst, relay.Options{Workers: 1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runRelay(t, r)
-	got := drain(t, dst, 2)
-	if got["before"] != 1 || got["after"] != 1 {
-		t.Errorf("destination got %v, want before and after once", got)
-	}
-	var dead []pubsub.DeadMessage
-	waitFor(t, "the large message dead in the source", func() bool {
-		dead, err = pubsub.ListDead(ctx, src, 0)
-		return err == nil && len(dead) > 0
-	})
-	if len(dead) != 1 || string(dead[0].Data) != big || !strings.Contains(dead[0].LastError, "too large") || dead[0].Attempts != 1 {
-		t.Errorf("dead in the source: %+v; want the large message, once delivered, with its reason", dead)
-	}
-	if st := r.Stats(); st.Rejected != 1 || st.Relayed != 2 {
-		t.Errorf("Stats = %+v, want 2 relayed and 1 rejected", st)
+	t.Parallel()
+	for name, newDest := range destinations(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, db := dbpubsubtest.NewStore(t)
+			src := dbpubsubtest.New(t, db, dbpubsub.Options{MaxDataSize: 2 * pubsub.DefaultMaxDataSize, Logger: quiet}).Topic("outbox")
+			dst := newDest(t)
+			ctx := context.Background()
+			big := strings.Repeat("x", pubsub.DefaultMaxDataSize+1) // over both backends' limits
+			for _, d := range []string{"before", big, "after"} {
+				if err := src.Enqueue(ctx, []byte(d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := relay.New(src, dst, relay.Options{Workers: 1, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runRelay(t, r)
+			got := drain(t, dst, 2)
+			if got["before"] != 1 || got["after"] != 1 {
+				t.Errorf("destination got %d messages, want before and after once", len(got))
+			}
+			var dead []pubsub.DeadMessage
+			waitFor(t, "the large message dead in the source", func() bool {
+				dead, err = pubsub.ListDead(ctx, src, 0)
+				return err == nil && len(dead) > 0
+			})
+			if len(dead) != 1 || string(dead[0].Data) != big || !strings.Contains(dead[0].LastError, "too large") || dead[0].Attempts != 1 {
+				t.Errorf("dead in the source: %d messages (the first with reason %q); want the large message, once delivered, with its reason",
+					len(dead), dead[0].LastError)
+			}
+			if st := r.Stats(); st.Rejected != 1 || st.Relayed != 2 {
+				t.Errorf("Stats = %+v, want 2 relayed and 1 rejected", st)
+			}
+		})
 	}
 }
 
 // TestClosedDestination stops Run with pubsub.ErrClosed, and gives the
 // message in hand back to the source.
 func TestClosedDestination(t *testing.T) {
-	_, db := dbpubsubtest.NewStore(t)
-	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet})
-	src, dst := ps.Topic("outbox"), ps.Topic("inbox")
-	ctx := context.Background()
-	if err := src.Enqueue(ctx, []byte("kept")); err != nil {
-		t.Fatal(err)
-	}
-	r, err := relay.New(src, dst, relay.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, patience)
-	defer cancel()
-	if err := r.Run(rctx); !errors.Is(err, pubsub.ErrClosed) {
-		t.Fatalf("Run with a closed destination = %v, want an error wrapping pubsub.ErrClosed", err)
-	}
-	st, err := pubsub.TopicStats(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Scheduled != 1 || st.Dead != 0 {
-		t.Errorf("source after Run: %+v; want the message back, waiting for its retry", st)
+	t.Parallel()
+	for name, newDest := range destinations(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, db := dbpubsubtest.NewStore(t)
+			src := dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet}).Topic("outbox")
+			dst := newDest(t)
+			ctx := context.Background()
+			if err := src.Enqueue(ctx, []byte("kept")); err != nil {
+				t.Fatal(err)
+			}
+			r, err := relay.New(src, dst, relay.Options{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dst.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, patience)
+			defer cancel()
+			if err := r.Run(rctx); !errors.Is(err, pubsub.ErrClosed) {
+				t.Fatalf("Run with a closed destination = %v, want an error wrapping pubsub.ErrClosed", err)
+			}
+			st, err := pubsub.TopicStats(ctx, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Scheduled != 1 || st.Dead != 0 {
+				t.Errorf("source after Run: %+v; want the message back, waiting for its retry", st)
+			}
+		})
 	}
 }
 
