@@ -13,7 +13,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultWorkers is how many messages a Relay has in hand at once.
-	DefaultWorkers = 4
+	DefaultWorkers = 8
 	// DefaultTimeout bounds the publish and the settle of one message.
 	DefaultTimeout = 15 * time.Second
 	// MaxSourceLen is the longest Options.Source accepted, in bytes: a
