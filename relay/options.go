@@ -44,12 +44,12 @@ type Options struct {
 	// databases, schemas or tables feed one destination. 1 to
 	// MaxSourceLen bytes of UTF-8 without NUL.
 	Source string
-	// Timeout bounds the handling of one message: its publish to the
-	// destination, then its Ack (or Fail, or Reject) on the source. It
-	// runs on a context of its own, so that a Relay whose Run ctx ends
-	// still finishes the messages in hand. Keep it below the source's
-	// lease, or a slow publish makes the message come back meanwhile
-	// (harmless: its second publish is a duplicate). 0 means
+	// Timeout bounds each step of one message: its publish to the
+	// destination, then its Ack (or Fail, or Reject) on the source. The
+	// steps run on a context of their own, so that a Relay whose Run ctx
+	// ends still finishes the messages in hand. Keep it below the
+	// source's lease, or a slow publish makes the message come back
+	// meanwhile (harmless: its second publish is a duplicate). 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
 	// Permanent reports whether an error of the destination means the

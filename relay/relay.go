@@ -78,8 +78,8 @@ func (r *Relay) Stats() Stats {
 	}
 }
 
-// Run relays until ctx ends, then finishes the messages in hand (each
-// within Options.Timeout) and returns nil. It returns early, with the
+// Run relays until ctx ends, then finishes the messages in hand (see
+// Options.Timeout) and returns nil. It returns early, with the
 // error, when the Relay cannot go on: the source or the destination is
 // closed (pubsub.ErrClosed), or the destination refuses every message (an
 // invalid topic, an unsupported call); the message in hand is then given
@@ -159,10 +159,12 @@ func (e fatalError) Error() string { return e.err.Error() }
 // a fatalError when the Relay must stop, or the error of a publish that
 // may succeed later (m was given back to the source).
 func (r *Relay) move(ctx context.Context, m pubsub.Message) error {
-	// The message in hand is finished even when ctx ends meanwhile.
-	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.Timeout)
-	defer cancel()
-	added, err := pubsub.EnqueueUnique(mctx, r.to, Key(r.opts.Source, m.ID()), m.Data())
+	// The message in hand is finished even when ctx ends meanwhile: its
+	// publish, then its settle, each within Options.Timeout.
+	ctx = context.WithoutCancel(ctx)
+	pctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	added, err := pubsub.EnqueueUnique(pctx, r.to, Key(r.opts.Source, m.ID()), m.Data())
+	cancel()
 	switch {
 	case err == nil:
 		if added {
@@ -170,28 +172,23 @@ func (r *Relay) move(ctx context.Context, m pubsub.Message) error {
 		} else {
 			r.duplicates.Add(1)
 		}
-		if err := m.Ack(mctx); err != nil {
-			// The message comes back after its lease, and its second
-			// publish is a duplicate.
-			r.log.Warn("relay: ack failed after the publish; the message will be published again as a duplicate",
-				slog.String("message_id", m.ID()), slog.Any("error", err))
-		}
+		r.settle(ctx, m, nil, false)
 		return nil
 	case r.permanent(err):
 		r.rejected.Add(1)
 		r.log.Error("relay: the destination can never take the message; it is dead in the source",
 			slog.String("message_id", m.ID()), slog.Any("error", err))
-		r.settle(mctx, m, err, true)
+		r.settle(ctx, m, err, true)
 		return nil
 	case errors.Is(err, pubsub.ErrClosed), errors.Is(err, pubsub.ErrInvalidTopic), errors.Is(err, pubsub.ErrUnsupported):
 		r.failed.Add(1)
-		r.settle(mctx, m, err, false)
+		r.settle(ctx, m, err, false)
 		return fatalError{fmt.Errorf("relay %q: destination: %w", r.opts.Source, err)}
 	default:
 		r.failed.Add(1)
 		r.log.Warn("relay: publish failed; the source retries the message after its backoff",
 			slog.String("message_id", m.ID()), slog.Int("attempt", pubsub.Attempt(m)), slog.Any("error", err))
-		r.settle(mctx, m, err, false)
+		r.settle(ctx, m, err, false)
 		return err
 	}
 }
@@ -203,22 +200,29 @@ func (r *Relay) permanent(err error) bool {
 		r.opts.Permanent != nil && r.opts.Permanent(err)
 }
 
-// settle gives m back to the source with the reason it was not published
-// (pubsub.Fail), or makes it dead with it (pubsub.Reject, or Fail where the
-// source cannot reject: m then dies when its attempts run out). A settle
-// that fails leaves m to come back when its lease runs out.
+// settle acks m when reason is nil; else it gives m back to the source
+// with the reason it was not published (pubsub.Fail), or makes it dead
+// with it (pubsub.Reject, or Fail where the source cannot reject: m then
+// dies when its attempts run out). A settle that fails leaves m to come
+// back when its lease runs out, and be published again: a duplicate if
+// it was published.
 func (r *Relay) settle(ctx context.Context, m pubsub.Message, reason error, dead bool) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
 	var err error
-	if dead {
+	switch {
+	case reason == nil:
+		err = m.Ack(ctx)
+	case dead:
 		err = pubsub.Reject(ctx, m, reason)
 		if errors.Is(err, pubsub.ErrUnsupported) {
 			err = pubsub.Fail(ctx, m, reason)
 		}
-	} else {
+	default:
 		err = pubsub.Fail(ctx, m, reason)
 	}
 	if err != nil {
 		r.log.Warn("relay: settle failed; the message comes back after its lease",
-			slog.String("message_id", m.ID()), slog.Any("error", err))
+			slog.String("message_id", m.ID()), slog.Bool("published", reason == nil), slog.Any("error", err))
 	}
 }
