@@ -268,6 +268,83 @@ func TestClosedDestination(t *testing.T) {
 	}
 }
 
+// failing is a destination whose first publishes fail with err, before
+// it passes them on; it implements pubsub.UniqueEnqueuer itself, so it is
+// found before what it wraps.
+type failing struct {
+	pubsub.Topic
+	err   error
+	fails atomic.Int64 // failures left
+}
+
+func (f *failing) Unwrap() pubsub.Topic { return f.Topic }
+
+func (f *failing) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if f.fails.Add(-1) >= 0 {
+		return false, f.err
+	}
+	return pubsub.EnqueueUnique(ctx, f.Topic, key, data)
+}
+
+var errPoison = errors.New("the destination's schema refuses this message")
+
+// TestDestinationErrors: a failed publish gives the message back to the
+// source, which retries it after its backoff; one that Options.Permanent
+// calls permanent makes it dead at once.
+func TestDestinationErrors(t *testing.T) {
+	t.Parallel()
+	permanent := func(err error) bool { return errors.Is(err, errPoison) }
+	for _, tc := range []struct {
+		name        string
+		err         error
+		fails       int64
+		wantRelayed int64
+		wantDead    int
+	}{
+		{"transient, retried", errors.New("the server is busy"), 3, 1, 0},
+		{"permanent by Options.Permanent", errPoison, 1, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, db := dbpubsubtest.NewStore(t)
+			retry := pubsub.RetryPolicy{MinBackoff: 50 * time.Millisecond, Jitter: -1}
+			ps := dbpubsubtest.New(t, db, dbpubsub.Options{Retry: retry, Logger: quiet})
+			src := ps.Topic("outbox")
+			dst := &failing{Topic: ps.Topic("inbox"), err: tc.err}
+			dst.fails.Store(tc.fails)
+			ctx := context.Background()
+			if err := src.Enqueue(ctx, []byte("m")); err != nil {
+				t.Fatal(err)
+			}
+			r, err := relay.New(src, dst, relay.Options{Permanent: permanent, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runRelay(t, r)
+			waitFor(t, "the message settled for good", func() bool {
+				st := r.Stats()
+				return st.Relayed+st.Rejected == 1
+			})
+			got := drain(t, dst, int(tc.wantRelayed))
+			dead, err := pubsub.ListDead(ctx, src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := r.Stats()
+			if st.Relayed != tc.wantRelayed || len(got) != int(tc.wantRelayed) || len(dead) != tc.wantDead {
+				t.Errorf("Stats = %+v, destination got %v, %d dead in the source; want %d relayed, %d dead",
+					st, got, len(dead), tc.wantRelayed, tc.wantDead)
+			}
+			if tc.wantDead == 1 && (dead[0].LastError != errPoison.Error() || dead[0].Attempts != 1) {
+				t.Errorf("dead message %+v, want it with its reason %q after one delivery", dead[0], errPoison)
+			}
+			if tc.wantDead == 0 && st.Failed != tc.fails {
+				t.Errorf("Stats.Failed = %d, want %d", st.Failed, tc.fails)
+			}
+		})
+	}
+}
+
 // TestRunTwice refuses a second Run while the first runs.
 func TestRunTwice(t *testing.T) {
 	mem := channelpubsub.New()
