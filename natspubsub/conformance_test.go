@@ -15,18 +15,29 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
-func TestConformance(t *testing.T) { pubsubtest.Run(t, harness(t)) }
+func TestConformance(t *testing.T) { pubsubtest.Run(t, harness(t, natspubsub.Options{})) }
 
 // TestConformanceWrapped runs the suite through a wrapping Topic: every
 // ability stays reachable.
-func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(harness(t))) }
+func TestConformanceWrapped(t *testing.T) {
+	pubsubtest.Run(t, pubsubtest.Wrap(harness(t, natspubsub.Options{})))
+}
 
-func harness(t *testing.T) pubsubtest.Harness {
+// TestConformanceConfirmAck runs the suite with acks the server confirms
+// before Ack returns.
+func TestConformanceConfirmAck(t *testing.T) {
+	pubsubtest.Run(t, harness(t, natspubsub.Options{ConfirmAck: true}))
+}
+
+// harness makes the suite's PubSubs with base, its fields that the suite
+// sets aside.
+func harness(t *testing.T, base natspubsub.Options) pubsubtest.Harness {
 	url := natstest.URL(t)
 	var prefixes sync.Map // *natspubsub.PubSub -> its Options.Prefix
 	options := func(prefix string, cfg pubsubtest.Config) natspubsub.Options {
-		return natspubsub.Options{Prefix: prefix, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize,
-			UniqueWindow: uniqueWindow}
+		o := base
+		o.Prefix, o.Retry, o.Lease, o.MaxDataSize, o.UniqueWindow = prefix, cfg.Retry, cfg.Lease, cfg.MaxDataSize, uniqueWindow
+		return o
 	}
 	open := func(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
 		ps, err := natspubsub.Connect(url, o)

@@ -43,8 +43,17 @@
 // number is the server's count, so a delivery that a process fetched but
 // could not hand to a consumer (its Dequeue ended as the message arrived)
 // counts as an attempt. Past its attempts a message is dead; a message
-// whose last lease ran out is made dead at its next delivery. Ack returns
-// once the server confirmed it.
+// whose last lease ran out is made dead at its next delivery.
+//
+// Ack returns once the ack is sent on the connection: if the connection or
+// the server fails before the server processed it, the message comes again
+// after its lease. Options.ConfirmAck makes Ack wait for the server's
+// confirmation instead, a round trip per message.
+//
+// The Dequeues of one subscription in a process fetch together: one pull
+// request brings a message for each of them waiting and one for each
+// delivery in hand (dequeue.go), so a consumer finds its next message here
+// when it comes back; at most that one waits while its handler runs.
 //
 // Leases: the server's AckWait is the lease. A settle or ExtendLease after
 // the lease ran out, by this process's clock (which counts the lease from

@@ -10,7 +10,7 @@ import (
 )
 
 // connect returns a PubSub on the test server with a prefix of its own.
-func connect(t *testing.T, o natspubsub.Options) *natspubsub.PubSub {
+func connect(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
 	t.Helper()
 	url := natstest.URL(t)
 	o.Prefix = natstest.Prefix(t, url)

@@ -84,15 +84,26 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	return m
 }
 
+// leaseDeadline returns when the lease ends, by this process's clock.
+func (m *message) leaseDeadline() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deadline
+}
+
 func (m *message) ID() string   { return m.id }
 func (m *message) Data() []byte { return m.jm.Data() }
 
 // Attempt returns the delivery number: 1 on the first delivery.
 func (m *message) Attempt() int { return m.attempt }
 
-// Ack settles the message for good; it returns once the server confirmed.
+// Ack settles the message for good. It returns once the ack is sent, or
+// once the server confirmed it with Options.ConfirmAck.
 func (m *message) Ack(ctx context.Context) error {
-	return m.settle(ctx, "ack", func(ctx context.Context) error { return m.jm.DoubleAck(ctx) })
+	if m.s.st.ps.opts.ConfirmAck {
+		return m.settle(ctx, "ack", func(ctx context.Context) error { return m.jm.DoubleAck(ctx) })
+	}
+	return m.settle(ctx, "ack", func(context.Context) error { return m.jm.Ack() })
 }
 
 // Nack gives the message back for a later delivery, after the retry
@@ -164,6 +175,7 @@ func (m *message) settle(ctx context.Context, what string, op func(context.Conte
 		m.renew.Stop()
 	}
 	m.mu.Unlock()
+	m.s.f.settled(m)
 	rctx, cancel := m.s.st.ps.request(ctx)
 	defer cancel()
 	if err := op(rctx); err != nil {

@@ -50,6 +50,12 @@ type Options struct {
 	// max_payload, less room for conveyor's headers), whichever is less;
 	// more than the server takes is an error from New.
 	MaxDataSize int
+	// ConfirmAck makes Ack return once the server confirmed the ack, a
+	// round trip per message. By default Ack returns once the ack is sent
+	// on the connection, and the server processes it a moment later: if
+	// the connection or the server fails in between, the message is
+	// delivered again after its lease (at least once, as always).
+	ConfirmAck bool
 	// RequestTimeout bounds each request to the server whose ctx has no
 	// earlier deadline. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration

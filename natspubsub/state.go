@@ -149,6 +149,8 @@ type subState struct {
 	cons jetstream.Consumer // nil until found or made
 	desc consumerDesc       // its description
 	gen  uint64             // counts the deletes of the subscription by this PubSub
+
+	f fetcher // its Dequeues' shared fetching (dequeue.go)
 }
 
 // label names the subscription in errors.

@@ -256,6 +256,7 @@ func (s *subState) forget() {
 	s.mu.Lock()
 	s.cons, s.desc = nil, consumerDesc{}
 	s.mu.Unlock()
+	s.f.drop()
 }
 
 // Subscribe creates subscription sub of topic unless it exists (see
@@ -361,9 +362,9 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 		return ps.fail(ctx, "deleting "+s.label(), err)
 	}
 	s.mu.Lock()
-	s.cons, s.desc = nil, consumerDesc{}
 	s.gen++
 	s.mu.Unlock()
+	s.forget()
 	if last && sub == pubsub.DefaultSubscription {
 		if err := def.reserve(ctx, stream); err != nil {
 			return err

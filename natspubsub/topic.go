@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -138,102 +137,4 @@ func (st *topicState) publish(ctx context.Context, subject, id, msgID string, da
 		return false, st.ps.fail(ctx, "enqueue on "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}
 	return ack.Duplicate, nil
-}
-
-// fetchWait bounds each pull request a Dequeue makes: while no message
-// comes it asks again this often, so that a server that restarted or a
-// consumer that was re-created is found again.
-const fetchWait = 5 * time.Second
-
-// Dequeue blocks until a message of the subscription is delivered, ctx
-// ends, or the handle or PubSub closes. While the server cannot be reached
-// it keeps asking, logging the errors, until ctx ends.
-func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s := t.sub
-	var logged bool
-	for {
-		m, err := t.fetch(ctx)
-		if m != nil {
-			return m, nil
-		}
-		if cerr := t.check(); cerr != nil {
-			return nil, cerr
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, pubsub.ErrNoSubscription) {
-			return nil, err
-		}
-		if !logged {
-			t.st.ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", t.st.name, "subscription", s.name, "error", err)
-			logged = true
-		}
-		select {
-		case <-time.After(retryWait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.h.Closed():
-			return nil, t.check()
-		case <-t.st.ps.ctx.Done():
-			return nil, t.check()
-		}
-	}
-}
-
-// fetch makes one pull request for one message, which ends when ctx ends,
-// the handle or PubSub closes, or after fetchWait. It returns nil and no
-// error when the request ended empty or brought a message that is not to
-// be handed out. A request ended by the client is unsubscribed at once, and
-// the server hands nothing to a request nobody listens to.
-func (t *Topic) fetch(ctx context.Context) (*message, error) {
-	cons, err := t.sub.forDequeue(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fctx, cancel := context.WithTimeout(ctx, fetchWait)
-	defer cancel()
-	// The request ends with the handle and the PubSub too.
-	defer context.AfterFunc(t.closed, cancel)()
-	defer context.AfterFunc(t.st.ps.ctx, cancel)()
-	batch, err := cons.Fetch(1, jetstream.FetchContext(fctx))
-	if err != nil {
-		return nil, err
-	}
-	var m *message
-	for jm := range batch.Messages() {
-		m = t.sub.accept(jm)
-	}
-	if m == nil {
-		if err := batch.Error(); err != nil && fctx.Err() == nil {
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-				t.sub.forget() // deleted by another process
-			}
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// forDequeue returns the consumer a Dequeue reads: consuming the default
-// subscription declares it; a named one must exist (Subscribe), else the
-// error wraps pubsub.ErrNoSubscription.
-func (s *subState) forDequeue(ctx context.Context) (jetstream.Consumer, error) {
-	if s.name == pubsub.DefaultSubscription {
-		return s.declare(ctx)
-	}
-	c, _, err := s.lookup(ctx)
-	if err == nil && c == nil {
-		err = fmt.Errorf("natspubsub: dequeue on %s: %w %q", s.label(), pubsub.ErrNoSubscription, s.name)
-	}
-	return c, err
 }
