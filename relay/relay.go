@@ -17,10 +17,11 @@ import (
 // published under a key of its own (see Key) before it is acked. Make one
 // with New and run it with Run.
 type Relay struct {
-	from, to pubsub.Topic
-	opts     Options
-	log      *slog.Logger
-	running  atomic.Bool
+	from    pubsub.Topic
+	to      pubsub.UniqueEnqueuer // the destination's, found once by New
+	opts    Options
+	log     *slog.Logger
+	running atomic.Bool
 
 	relayed, duplicates, rejected, failed atomic.Int64
 }
@@ -51,14 +52,15 @@ func New(from, to pubsub.Topic, opts Options) (*Relay, error) {
 	if from == nil || to == nil {
 		return nil, fmt.Errorf("%w: relay.New needs a source and a destination topic, got %T and %T", ErrInvalidOptions, from, to)
 	}
-	if _, ok := pubsub.As[pubsub.UniqueEnqueuer](to); !ok {
+	u, ok := pubsub.As[pubsub.UniqueEnqueuer](to)
+	if !ok {
 		return nil, fmt.Errorf("relay: the destination (%T) cannot enqueue under a key, which relaying once needs: %w", to, pubsub.ErrUnsupported)
 	}
 	o, err := opts.withDefaults(from)
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{from: from, to: to, opts: o, log: o.Logger.With(slog.String("relay", o.Source))}, nil
+	return &Relay{from: from, to: u, opts: o, log: o.Logger.With(slog.String("relay", o.Source))}, nil
 }
 
 // Key is the key a Relay with Options.Source source publishes the message
@@ -163,7 +165,7 @@ func (r *Relay) move(ctx context.Context, m pubsub.Message) error {
 	// publish, then its settle, each within Options.Timeout.
 	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	added, err := pubsub.EnqueueUnique(pctx, r.to, Key(r.opts.Source, m.ID()), m.Data())
+	added, err := r.to.EnqueueUnique(pctx, Key(r.opts.Source, m.ID()), m.Data())
 	cancel()
 	switch {
 	case err == nil:

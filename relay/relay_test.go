@@ -48,16 +48,16 @@ func TestNewRefuses(t *testing.T) {
 		})
 	}
 	// A wrapped destination keeps its unique enqueue.
-	if _, err := relay.New(src, pubsubtestWrap{dst}, relay.Options{Source: "s"}); err != nil {
+	if _, err := relay.New(src, wrapped{dst}, relay.Options{Source: "s"}); err != nil {
 		t.Fatalf("New with a wrapped destination: %v", err)
 	}
 }
 
-// pubsubtestWrap wraps a topic and exposes it with Unwrap, as middleware
+// wrapped wraps a topic and exposes it with Unwrap, as middleware
 // does.
-type pubsubtestWrap struct{ pubsub.Topic }
+type wrapped struct{ pubsub.Topic }
 
-func (w pubsubtestWrap) Unwrap() pubsub.Topic { return w.Topic }
+func (w wrapped) Unwrap() pubsub.Topic { return w.Topic }
 
 func TestKey(t *testing.T) {
 	// Sources and IDs that would make one key if joined by a colon.
@@ -147,7 +147,7 @@ func (d *delivery) Ack(ctx context.Context) error {
 func TestLostAckIsDuplicate(t *testing.T) {
 	t.Parallel()
 	_, db := dbpubsubtest.NewStore(t)
-	lease := 300 * time.Millisecond
+	lease := time.Second
 	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Lease: lease, RescueInterval: lease / 5, Logger: quiet})
 	src, dst := ps.Topic("outbox"), ps.Topic("inbox")
 	s := &source{Topic: src, loseAck: func(m pubsub.Message) bool { return pubsub.Attempt(m) == 1 }}
@@ -158,10 +158,15 @@ func TestLostAckIsDuplicate(t *testing.T) {
 	p := produce(t, db, src, "m", 50, 5)
 	runRelay(t, r)
 	checkExactlyOnce(t, p, drain(t, dst, len(p.committed)))
-	n := int64(len(p.committed))
-	waitFor(t, "every message relayed twice", func() bool { st := r.Stats(); return st.Relayed+st.Duplicates == 2*n })
-	if st := r.Stats(); st.Relayed != n || st.Duplicates != n || s.lost.Load() != n {
-		t.Errorf("Stats = %+v with %d acks lost; want %d relayed and %d duplicates", st, s.lost.Load(), n, n)
+	waitFor(t, "the source's messages acked", func() bool {
+		st, err := pubsub.TopicStats(context.Background(), src)
+		return err == nil && st == (pubsub.Stats{})
+	})
+	// Each lost Ack made one more publish at least (more if a lease ran
+	// out on a loaded machine), each a duplicate.
+	st, n, lost := r.Stats(), int64(len(p.committed)), s.lost.Load()
+	if st.Relayed != n || lost == 0 || st.Duplicates < lost {
+		t.Errorf("Stats = %+v with %d acks lost; want %d relayed and at least as many duplicates as acks lost", st, lost, n)
 	}
 	if got := drain(t, dst, 0); len(got) != 0 {
 		t.Errorf("the duplicates reached the destination: %v", got)
