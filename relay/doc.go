@@ -17,8 +17,10 @@
 //		return orders.Enqueue(dbpubsub.WithTx(ctx, tx), data)
 //	})
 //
-// The source may be a named subscription (pubsub.Subscribe) and any
-// topic handle; the destination any topic with pubsub.UniqueEnqueuer.
+// The command relay/cmd/conveyor-relay does the same as a process of its
+// own. The source may be any topic handle, a named subscription
+// (pubsub.Subscribe) too; the destination any topic with
+// pubsub.UniqueEnqueuer.
 // dbpubsub.Options.AsyncAck suits the source: an ack lost with the
 // process only brings back a message whose second publish is a duplicate.
 //
