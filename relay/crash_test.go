@@ -128,6 +128,11 @@ func TestCrashExactlyOnce(t *testing.T) {
 	}
 	t.Logf("%d committed and %d rolled-back messages, %d kills, %d messages handed out again by the source; last relay: %s",
 		len(p.committed), len(p.rolledBack), crashKills, redelivered, strings.TrimSpace(out.Tail(200)))
+	// A killed child cannot report a race by its exit status: its output
+	// does.
+	if o := out.String(); strings.Contains(o, "DATA RACE") || strings.Contains(o, "panic:") {
+		t.Errorf("a relay process reported a race or a panic:\n%s", o)
+	}
 }
 
 // childRelay is a relay process of TestCrashExactlyOnce: it relays until
