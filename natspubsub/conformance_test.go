@@ -84,7 +84,7 @@ const uniqueWindow = 2 * time.Second
 func abilities() pubsubtest.Abilities {
 	return pubsubtest.Abilities{
 		Durable: true, Shared: true,
-		Unique: true, UniqueWindow: uniqueWindow, Inbox: true,
+		Delay: true, Unique: true, UniqueWindow: uniqueWindow, Inbox: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true,

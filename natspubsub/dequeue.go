@@ -12,20 +12,25 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Dequeues of one subscription in one PubSub fetch together: one of them
-// at a time, the fetcher, asks the server for as many messages as there
-// are Dequeues waiting for one, and the server answers at once with what is ready
-// (a pull request that does not wait), and for one more message per
-// delivery this process holds unsettled: the consumer that holds it comes
-// back for another soon. Only when nothing is ready does the fetcher wait
-// for one message, for up to fetchWait. Fetched messages not taken at once
-// are kept, in order, for the next Dequeues; one whose lease ran out (by
-// this process's clock) while kept is let go, and the server delivers it
-// again. Under load a round trip to the server brings a message for every
-// consumer, not one; at most one message per consumer waits here, so a
-// slow handler holds back one message besides its own.
+// Dequeues of one subscription in one PubSub fetch together. One fetch at
+// a time runs in the background for them: it asks the server for a
+// message for each Dequeue waiting and one for each delivery this process
+// holds unsettled (its consumer comes back for another soon), and the
+// server answers at once with what is ready (a pull request that does not
+// wait). Only when nothing is ready does the fetch wait for one message,
+// for up to fetchWait. Fetched messages not taken at once are kept, in
+// order, for the next Dequeues; one whose lease ran out (by this process's
+// clock) while kept is let go, and the server delivers it again. Under
+// load a round trip to the server brings a message for every consumer,
+// not one, and at most one message per consumer waits here: a slow handler
+// holds back one message besides its own. A fetch ends with the PubSub,
+// not with the Dequeue that started it, so that what it brings after that
+// Dequeue left is kept for the next one rather than sent to a request
+// nobody reads any more; kept messages are given back to the server (a
+// negative ack, which counts as an attempt) when this process stops
+// consuming the subscription for holdFor, and at Close.
 
-// fetchWait bounds the pull request of a fetcher that waits for a message:
+// fetchWait bounds the pull request of a fetch that waits for a message:
 // while none comes it asks again this often, so that a server that
 // restarted or a consumer that was re-created is found again.
 const fetchWait = 5 * time.Second
@@ -37,10 +42,13 @@ const maxFetch = 256
 type fetcher struct {
 	mu       sync.Mutex
 	pending  []*message            // fetched, not yet handed out, in order
-	wanting  int                   // Dequeues without a message yet, the fetcher's included
+	wanting  int                   // Dequeues waiting for a message
 	inHand   map[*message]struct{} // handed out and not settled
-	fetching bool                  // a Dequeue is fetching
-	wake     chan struct{}         // closed when pending grew or the fetcher is done; nil if nobody waits on it
+	fetching bool                  // a fetch runs
+	wake     chan struct{}         // closed when the fetch is done; nil if nobody waits on it
+	err      error                 // of the last fetch
+	logged   bool                  // the last fetch's error was logged
+	idle     *time.Timer           // gives pending back when nobody consumes (giveBackIdle)
 }
 
 // popLocked returns the oldest kept message whose lease still runs, or
@@ -69,10 +77,56 @@ func (f *fetcher) handOutLocked(m *message) *message {
 }
 
 // settled forgets m, handed out and now settled.
-func (f *fetcher) settled(m *message) {
+func (s *subState) settled(m *message) {
+	f := &s.f
 	f.mu.Lock()
 	delete(f.inHand, m)
+	s.watchIdleLocked()
 	f.mu.Unlock()
+}
+
+// holdFor is how long fetched messages wait here while this process does
+// not consume the subscription (no Dequeue waits, no delivery is in hand)
+// before they are given back to the server for another consumer: a
+// tenth of the lease, at most a second.
+func holdFor(lease time.Duration) time.Duration { return min(lease/10, time.Second) }
+
+// watchIdleLocked arms the give-back of the pending messages if nobody
+// consumes them. Called with s.f.mu held.
+func (s *subState) watchIdleLocked() {
+	f := &s.f
+	if len(f.pending) == 0 || f.wanting > 0 || len(f.inHand) > 0 {
+		return
+	}
+	d := holdFor(s.st.ps.opts.Lease)
+	if f.idle == nil {
+		f.idle = time.AfterFunc(d, s.giveBackIdle)
+	} else {
+		f.idle.Reset(d)
+	}
+}
+
+// giveBackIdle gives the pending messages back to the server if this
+// process still does not consume the subscription.
+func (s *subState) giveBackIdle() {
+	f := &s.f
+	f.mu.Lock()
+	if f.wanting > 0 || len(f.inHand) > 0 {
+		f.mu.Unlock()
+		return
+	}
+	msgs := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	giveBack(msgs)
+}
+
+// giveBack returns msgs, fetched and never handed out, to the server at
+// once (a negative ack: the server counts the delivery as an attempt).
+func giveBack(msgs []*message) {
+	for _, m := range msgs {
+		_ = m.jm.Nak()
+	}
 }
 
 // demandLocked is how many messages to fetch: one for each Dequeue
@@ -94,6 +148,15 @@ func (f *fetcher) drop() {
 	f.mu.Lock()
 	f.pending, f.inHand = nil, nil
 	f.mu.Unlock()
+}
+
+// takePending removes and returns the kept messages.
+func (f *fetcher) takePending() []*message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	msgs := f.pending
+	f.pending = nil
+	return msgs
 }
 
 // waitLocked returns a channel closed by the next wakeLocked. Called with
@@ -123,6 +186,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	t.st.startMover()
 	s, f := t.sub, &t.sub.f
 	f.mu.Lock()
 	if m := f.popLocked(); m != nil {
@@ -131,123 +195,114 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		return m, nil
 	}
 	f.wanting++
-	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		f.wanting--
+		s.watchIdleLocked()
 		f.mu.Unlock()
 	}()
-	var logged bool
 	for {
-		f.mu.Lock()
+		// f.mu is held here.
 		if m := f.popLocked(); m != nil {
 			f.handOutLocked(m)
 			f.mu.Unlock()
 			return m, nil
 		}
-		if f.fetching {
-			wake := f.waitLocked()
-			f.mu.Unlock()
-			select {
-			case <-wake:
-			case <-ctx.Done():
-			case <-t.closed.Done():
-			case <-t.st.ps.ctx.Done():
-			}
-			if err := t.check(); err != nil {
+		if !f.fetching {
+			if err := f.err; errors.Is(err, pubsub.ErrNoSubscription) {
+				f.err = nil
+				f.mu.Unlock()
 				return nil, err
 			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
+			if !t.st.ps.goBackground(s.fetch) {
+				f.mu.Unlock()
+				return nil, t.check()
 			}
-			continue
+			f.fetching = true
 		}
-		f.fetching = true
-		n := f.demandLocked()
+		wake := f.waitLocked()
 		f.mu.Unlock()
-
-		msgs, err := t.fetch(ctx, n)
-		var m *message
-		f.mu.Lock()
-		f.fetching = false
-		if len(msgs) > 0 {
-			m = f.handOutLocked(msgs[0])
-			f.pending = append(f.pending, msgs[1:]...)
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		case <-t.closed.Done():
+		case <-t.st.ps.ctx.Done():
 		}
-		f.wakeLocked()
-		f.mu.Unlock()
-		if m != nil {
-			return m, nil
-		}
-		if cerr := t.check(); cerr != nil {
-			return nil, cerr
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, pubsub.ErrNoSubscription) {
+		if err := t.check(); err != nil {
 			return nil, err
 		}
-		if !logged {
-			t.st.ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", t.st.name, "subscription", s.name, "error", err)
-			logged = true
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		select {
-		case <-time.After(retryWait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.closed.Done():
-			return nil, t.check()
-		case <-t.st.ps.ctx.Done():
-			return nil, t.check()
-		}
+		f.mu.Lock()
 	}
 }
 
-// fetch asks for up to n messages ready now; when none is, it waits for
-// one until ctx ends, the handle or PubSub closes, or fetchWait passed. It
-// returns no message and no error when nothing came or what came is not to
-// be handed out. A waiting request ended by the client is unsubscribed at
-// once, and the server hands nothing to a request nobody listens to.
-func (t *Topic) fetch(ctx context.Context, n int) ([]*message, error) {
-	cons, err := t.sub.forDequeue(ctx)
+// fetch runs one fetch for the subscription's Dequeues, in the
+// background: it brings messages to pending, or records its error (and
+// waits retryWait before the next fetch), and wakes the Dequeues. Its pull
+// request ends with the PubSub, not with the Dequeue that started it: what
+// it brings after that Dequeue left waits here for the next one, instead of
+// going to a request nobody reads.
+func (s *subState) fetch() {
+	f := &s.f
+	f.mu.Lock()
+	n, logged := f.demandLocked(), f.logged
+	f.mu.Unlock()
+	ps := s.st.ps
+	msgs, err := s.pull(ps.ctx, n)
+	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) {
+		if !logged {
+			ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
+		}
+		select {
+		case <-time.After(retryWait):
+		case <-ps.ctx.Done():
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetching, f.err, f.logged = false, err, err != nil
+	f.pending = append(f.pending, msgs...)
+	f.wakeLocked()
+	s.watchIdleLocked()
+}
+
+// pull asks for up to n messages ready now; when none is, it waits for
+// one, until ctx ends or fetchWait passed. It returns no message and no
+// error when nothing came or what came is not to be handed out.
+func (s *subState) pull(ctx context.Context, n int) ([]*message, error) {
+	cons, err := s.forDequeue(ctx)
 	if err != nil {
 		return nil, err
 	}
-	batch, err := cons.FetchNoWait(min(n, maxFetch))
+	batch, err := cons.FetchNoWait(min(max(n, 1), maxFetch))
 	if err != nil {
 		return nil, err
 	}
-	msgs, got, err := t.accept(batch, nil)
+	msgs, got, err := s.acceptBatch(batch, nil)
 	if got > 0 || err != nil {
 		return msgs, err
 	}
-
 	fctx, cancel := context.WithTimeout(ctx, fetchWait)
 	defer cancel()
-	// The request ends with the handle and the PubSub too.
-	defer context.AfterFunc(t.closed, cancel)()
-	defer context.AfterFunc(t.st.ps.ctx, cancel)()
 	batch, err = cons.Fetch(1, jetstream.FetchContext(fctx))
 	if err != nil {
 		return nil, err
 	}
-	msgs, _, err = t.accept(batch, fctx)
+	msgs, _, err = s.acceptBatch(batch, fctx)
 	return msgs, err
 }
 
-// accept returns the messages of batch to hand out, how many deliveries it
-// brought, and its error, unless the error is the end of fctx (a waiting
-// request's own deadline).
-func (t *Topic) accept(batch jetstream.MessageBatch, fctx context.Context) ([]*message, int, error) {
+// acceptBatch returns the messages of batch to hand out, how many
+// deliveries it brought, and its error, unless the error is the end of
+// fctx (a waiting request's own deadline).
+func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Context) ([]*message, int, error) {
 	var msgs []*message
 	got := 0
 	for jm := range batch.Messages() {
 		got++
-		if m := t.sub.accept(jm); m != nil {
+		if m := s.accept(jm); m != nil {
 			msgs = append(msgs, m)
 		}
 	}
@@ -256,7 +311,7 @@ func (t *Topic) accept(batch jetstream.MessageBatch, fctx context.Context) ([]*m
 		return msgs, got, nil
 	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-		t.sub.forget() // deleted by another process
+		s.forget() // deleted by another process
 	}
 	return nil, 0, err
 }

@@ -74,13 +74,16 @@ func (st *topicState) inbox(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	kv, err := st.ps.js.CreateOrUpdateKeyValue(rctx, jetstream.KeyValueConfig{
-		Bucket:      st.n.inbox,
-		Description: st.name + " (inbox)",
-		History:     1,
-		TTL:         st.ps.opts.InboxRetention,
-		Storage:     jetstream.FileStorage,
-		Replicas:    st.ps.opts.Replicas,
+	err := retryStoreCreate(rctx, func() (err error) {
+		kv, err = st.ps.js.CreateOrUpdateKeyValue(rctx, jetstream.KeyValueConfig{
+			Bucket:      st.n.inbox,
+			Description: st.name + " (inbox)",
+			History:     1,
+			TTL:         st.ps.opts.InboxRetention,
+			Storage:     jetstream.FileStorage,
+			Replicas:    st.ps.opts.Replicas,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, st.ps.fail(ctx, "opening the inbox of "+backend.Label(st.name, pubsub.DefaultSubscription), err)

@@ -54,9 +54,9 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		return nil
 	}
 	s.mu.Lock()
-	desc, gen := s.desc, s.gen
+	created, desc, gen := s.created, s.desc, s.gen
 	s.mu.Unlock()
-	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) {
+	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
 		_ = jm.Ack() // not this subscription's
 		return nil
 	}
@@ -82,6 +82,14 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		return nil
 	}
 	return m
+}
+
+// delayedBefore reports whether jm is a delayed message enqueued before
+// the subscription's consumer was made: a subscription gets only what was
+// enqueued after it, whenever it is due.
+func delayedBefore(jm jetstream.Msg, created time.Time) bool {
+	enqueued, err := strconv.ParseInt(jm.Headers().Get(hdrEnqueued), 10, 64)
+	return err == nil && created.UnixNano() > enqueued
 }
 
 // leaseDeadline returns when the lease ends, by this process's clock.
@@ -133,7 +141,7 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	if err := m.jm.InProgress(); err != nil {
-		return m.error("extend", err)
+		return m.error("extend", m.s.st.ps.fail(ctx, "extend", err))
 	}
 	now := time.Now()
 	until := now.Add(d)
@@ -175,7 +183,7 @@ func (m *message) settle(ctx context.Context, what string, op func(context.Conte
 		m.renew.Stop()
 	}
 	m.mu.Unlock()
-	m.s.f.settled(m)
+	m.s.settled(m)
 	rctx, cancel := m.s.st.ps.request(ctx)
 	defer cancel()
 	if err := op(rctx); err != nil {

@@ -19,6 +19,7 @@ import (
 //	  a subscription   consumer c_<sub>             (durable, pull, filter <prefix>.t.<topic>.>)
 //	dead-letter stream <prefix>_d_<topic>           subjects <prefix>.d.<topic>.<sub>
 //	inbox bucket       <prefix>_i_<topic>           keys <sub>.<key> (stream KV_<bucket>)
+//	schedule stream    <prefix>_s_<topic>           subject <prefix>.s.<topic> (consumer mover)
 var tokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
 // token stands for name in stream, consumer and subject names.
@@ -29,26 +30,30 @@ func token(name string) string {
 
 // names are the server-side names of one topic under a prefix.
 type names struct {
-	stream     string // the topic's stream
-	subjects   string // its subjects, a wildcard
-	publish    string // the subject of a publish
-	toPrefix   string // the subject of a re-queue, less the subscription's token
-	deadStream string // the dead-letter stream
-	deadPrefix string // a dead message's subject, less the subscription's token
-	inbox      string // the inbox's key-value bucket
+	stream      string // the topic's stream
+	subjects    string // its subjects, a wildcard
+	publish     string // the subject of a publish
+	toPrefix    string // the subject of a re-queue, less the subscription's token
+	deadStream  string // the dead-letter stream
+	deadPrefix  string // a dead message's subject, less the subscription's token
+	inbox       string // the inbox's key-value bucket
+	schedStream string // the stream of delayed messages
+	schedule    string // its subject
 }
 
 func topicNames(prefix, topic string) names {
 	tok := token(topic)
 	base := prefix + ".t." + tok
 	return names{
-		stream:     prefix + "_t_" + tok,
-		subjects:   base + ".>",
-		publish:    base + ".all",
-		toPrefix:   base + ".to.",
-		deadStream: prefix + "_d_" + tok,
-		deadPrefix: prefix + ".d." + tok + ".",
-		inbox:      prefix + "_i_" + tok,
+		stream:      prefix + "_t_" + tok,
+		subjects:    base + ".>",
+		publish:     base + ".all",
+		toPrefix:    base + ".to.",
+		deadStream:  prefix + "_d_" + tok,
+		deadPrefix:  prefix + ".d." + tok + ".",
+		inbox:       prefix + "_i_" + tok,
+		schedStream: prefix + "_s_" + tok,
+		schedule:    prefix + ".s." + tok,
 	}
 }
 

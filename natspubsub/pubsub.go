@@ -26,6 +26,8 @@ type PubSub struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
+	bg     sync.WaitGroup // the goroutines that end at Close (goBackground)
+	info   chan struct{}  // holds a token while an Info call runs (streamInfo)
 
 	mu     sync.Mutex
 	closed bool
@@ -81,7 +83,7 @@ func newPubSub(nc *nats.Conn, owned bool, opts Options) (*PubSub, error) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("natspubsub: the server at %s has no JetStream for this account (start nats-server with -js): %w", nc.ConnectedUrlRedacted(), err)
 	}
-	ps := &PubSub{nc: nc, owned: owned, js: js, opts: o, topics: map[string]*topicState{}}
+	ps := &PubSub{nc: nc, owned: owned, js: js, opts: o, topics: map[string]*topicState{}, info: make(chan struct{}, 1)}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	return ps, nil
 }
@@ -112,6 +114,8 @@ func (ps *PubSub) Close() error {
 	ps.closed = true
 	ps.mu.Unlock()
 	ps.cancel()
+	ps.bg.Wait()
+	ps.giveBackPending()
 	if ps.owned {
 		ps.nc.Close()
 	}
@@ -129,6 +133,70 @@ func (ps *PubSub) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("natspubsub: shutdown: %w", ctx.Err())
 	}
+}
+
+// giveBackPending gives the messages fetched and never handed out back to
+// the server, for the other processes' consumers.
+func (ps *PubSub) giveBackPending() {
+	ps.mu.Lock()
+	topics := make([]*topicState, 0, len(ps.topics))
+	for _, st := range ps.topics {
+		topics = append(topics, st)
+	}
+	ps.mu.Unlock()
+	for _, st := range topics {
+		st.mu.Lock()
+		subs := make([]*subState, 0, len(st.subs))
+		for _, s := range st.subs {
+			subs = append(subs, s)
+		}
+		st.mu.Unlock()
+		for _, s := range subs {
+			giveBack(s.f.takePending())
+		}
+	}
+}
+
+// streamInfo asks for the information of s, a stream other goroutines may
+// share: nats.go keeps the answer in the object without a lock, so a
+// PubSub makes one such call at a time.
+func (ps *PubSub) streamInfo(ctx context.Context, s jetstream.Stream, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	if err := ps.takeInfo(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-ps.info }()
+	return s.Info(ctx, opts...)
+}
+
+// consumerInfo is streamInfo for a consumer.
+func (ps *PubSub) consumerInfo(ctx context.Context, c jetstream.Consumer) (*jetstream.ConsumerInfo, error) {
+	if err := ps.takeInfo(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-ps.info }()
+	return c.Info(ctx)
+}
+
+// takeInfo waits for the turn of an Info call, until ctx ends.
+func (ps *PubSub) takeInfo(ctx context.Context) error {
+	select {
+	case ps.info <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goBackground runs f in a goroutine that Close waits for, unless the
+// PubSub is closed; it reports whether it did.
+func (ps *PubSub) goBackground(f func()) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed {
+		return false
+	}
+	ps.bg.Go(f)
+	return true
 }
 
 // isClosed reports whether Close was called.

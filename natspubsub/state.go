@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,6 +27,9 @@ type topicState struct {
 	publishable bool
 	dead        jetstream.Stream   // nil until a message died or the dead letters were asked for
 	kv          jetstream.KeyValue // the inbox, nil until the first claim
+	sched       jetstream.Stream   // the schedule of delayed messages, nil until used
+	mover       jetstream.Consumer // its consumer, nil until used
+	moving      bool               // this PubSub runs the mover's loop (delay.go)
 	subs        map[string]*subState
 }
 
@@ -75,7 +79,10 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 	defer cancel()
 	var err error
 	if cfg != nil {
-		s, err = st.ps.js.CreateOrUpdateStream(rctx, *cfg)
+		err = retryStoreCreate(rctx, func() (err error) {
+			s, err = st.ps.js.CreateOrUpdateStream(rctx, *cfg)
+			return err
+		})
 	} else if s, err = st.ps.js.Stream(rctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil
 	}
@@ -86,6 +93,29 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 	*slot = s
 	st.mu.Unlock()
 	return s, nil
+}
+
+// errCodeStoreCreate is the server's error code for a stream whose store
+// it could not create.
+const errCodeStoreCreate jetstream.ErrorCode = 10049
+
+// retryStoreCreate calls create, and again, up to twice more, while the
+// server says it could not create the stream's store: a NATS 2.9 server
+// that just deleted an account's last stream may remove the account's
+// store directory as another stream is created in it.
+func retryStoreCreate(ctx context.Context, create func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := create()
+		var apiErr *jetstream.APIError
+		if attempt == 3 || !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeStoreCreate {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // ensurePublishable makes sure a publish is kept: a stream with interest
@@ -106,7 +136,7 @@ func (st *topicState) ensurePublishable(ctx context.Context) error {
 	}
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	info, err := s.Info(rctx)
+	info, err := st.ps.streamInfo(rctx, s)
 	if err != nil {
 		return st.ps.fail(ctx, "looking up the stream of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}
@@ -148,7 +178,9 @@ type subState struct {
 	mu   sync.Mutex
 	cons jetstream.Consumer // nil until found or made
 	desc consumerDesc       // its description
-	gen  uint64             // counts the deletes of the subscription by this PubSub
+	// created is when the server made the consumer.
+	created time.Time
+	gen     uint64 // counts the deletes of the subscription by this PubSub
 
 	f fetcher // its Dequeues' shared fetching (dequeue.go)
 }

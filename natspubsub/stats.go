@@ -14,7 +14,8 @@ import (
 // has not delivered yet, processing those delivered and not settled (a
 // nacked message waiting for its backoff counts here too: the server does
 // not tell them apart), dead those in its dead letters. OldestReady is the
-// age of the oldest message not yet delivered.
+// age of the oldest message not yet delivered. Scheduled counts the
+// topic's delayed messages not due yet, for every subscription.
 func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	if err := t.check(); err != nil {
 		return pubsub.Stats{}, err
@@ -25,11 +26,14 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	}
 	rctx, cancel := t.st.ps.request(ctx)
 	defer cancel()
-	info, err := cons.Info(rctx)
+	info, err := t.st.ps.consumerInfo(rctx, cons)
 	if err != nil {
 		return pubsub.Stats{}, t.st.ps.fail(ctx, "stats of "+t.sub.label(), err)
 	}
 	s := pubsub.Stats{Ready: int64(info.NumPending), Processing: int64(info.NumAckPending)}
+	if s.Scheduled, err = t.st.scheduled(ctx); err != nil {
+		return s, err
+	}
 	if info.NumPending > 0 {
 		stream, err := t.st.ensure(ctx)
 		if err != nil {
@@ -48,7 +52,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 		return s, err
 	}
 	subject := t.sub.deadSubject()
-	dinfo, err := d.Info(rctx, jetstream.WithSubjectFilter(subject))
+	dinfo, err := t.st.ps.streamInfo(rctx, d, jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		return s, t.st.ps.fail(ctx, "stats of "+t.sub.label(), err)
 	}

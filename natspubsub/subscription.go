@@ -86,8 +86,9 @@ func (s *subState) config(d consumerDesc) jetstream.ConsumerConfig {
 
 // keep caches the consumer c of s with its description.
 func (s *subState) keep(c jetstream.Consumer, d consumerDesc) {
+	created := c.CachedInfo().Created // c is not shared yet
 	s.mu.Lock()
-	s.cons, s.desc = c, d
+	s.cons, s.desc, s.created = c, d, created
 	s.mu.Unlock()
 }
 
@@ -161,7 +162,7 @@ func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
 		if d.Reserve {
 			declared := consumerDesc{Sub: s.name}
 			if d.Until > 0 {
-				info, err := stream.Info(rctx)
+				info, err := s.st.ps.streamInfo(rctx, stream)
 				if err != nil {
 					return nil, s.st.ps.fail(ctx, "looking up the stream of "+s.label(), err)
 				}
@@ -218,7 +219,7 @@ func (st *topicState) retireReserve(ctx context.Context, stream jetstream.Stream
 	if err != nil {
 		return st.ps.fail(ctx, "looking up "+def.label(), err)
 	}
-	info, err := c.Info(rctx)
+	info, err := st.ps.consumerInfo(rctx, c)
 	if err != nil {
 		return st.ps.fail(ctx, "looking up "+def.label(), err)
 	}
@@ -237,7 +238,7 @@ func (st *topicState) retireReserve(ctx context.Context, stream jetstream.Stream
 	if d.Until > 0 {
 		return nil
 	}
-	sinfo, err := stream.Info(rctx)
+	sinfo, err := st.ps.streamInfo(rctx, stream)
 	if err != nil {
 		return st.ps.fail(ctx, "looking up the stream of "+def.label(), err)
 	}
@@ -347,7 +348,7 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	if d, _ := parseDesc(c.CachedInfo().Config.Description); d.Reserve {
 		return none
 	}
-	info, err := stream.Info(rctx)
+	info, err := ps.streamInfo(rctx, stream)
 	if err != nil {
 		return ps.fail(ctx, "looking up the stream of "+s.label(), err)
 	}

@@ -127,6 +127,12 @@ func (st *topicState) publish(ctx context.Context, subject, id, msgID string, da
 	if msgID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	}
+	return st.publishMsg(ctx, msg)
+}
+
+// publishMsg stores msg, on one of the topic's subjects, and reports
+// whether the server refused it as a duplicate.
+func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, err error) {
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	ack, err := st.ps.js.PublishMsg(rctx, msg)

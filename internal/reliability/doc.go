@@ -40,6 +40,15 @@
 // TestBadInput is the table of bad inputs (topic names, data, messages,
 // topics, events, di, migrations).
 //
+// On NATS JetStream (natspubsub, nats_*_test.go): TestNatsSharedSubscription
+// (three consumer processes on one named subscription ack every message
+// exactly once), TestNatsConsumerCrash (item 1: ten SIGKILLs and restarts),
+// TestNatsServerRestart (item 3: a server the test owns, started with
+// nats-server from PATH or /usr/sbin, restarted in lame duck mode twice,
+// every call bounded by its ctx) and TestNatsBadInput (the shared cases and
+// NATS's own). They use $NATS_URL (scripts/with-nats.sh) and a stream prefix
+// of their own, or a server of their own.
+//
 // The tests need PostgreSQL, as every database test of the module does:
 // run them with `make test` or
 //
@@ -49,7 +58,7 @@
 // initdb and pg_ctl (from PATH or /usr/lib/postgresql/*/bin; Debian and
 // Ubuntu: apt-get install postgresql), and fails, never skips, without them.
 //
-// The consumer-crash and concurrent-migration tests run copies of the test
-// binary as child processes (see TestMain): each child is told its role by
-// the environment variable RELIABILITY_CHILD.
+// The consumer-crash, shared-subscription and concurrent-migration tests
+// run copies of the test binary as child processes (see TestMain): each
+// child is told its role by the environment variable RELIABILITY_CHILD.
 package reliability

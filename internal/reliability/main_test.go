@@ -9,7 +9,8 @@ import (
 )
 
 // childEnv names the role of a child process: the tests run copies of
-// their own binary as consumers (TestConsumerCrash) and migrators
+// their own binary as consumers (TestConsumerCrash, and on NATS
+// TestNatsSharedSubscription and TestNatsConsumerCrash) and migrators
 // (TestBadInput/migrations). A child does its job and exits; it runs no test.
 const childEnv = "RELIABILITY_CHILD"
 
@@ -31,6 +32,8 @@ func runChild(role string) error {
 		return childConsume()
 	case "migrate":
 		return childMigrate()
+	case "nats-consume":
+		return childNatsConsume()
 	}
 	return fmt.Errorf("unknown role %q", role)
 }

@@ -1,0 +1,221 @@
+package natspubsub
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// A delayed message waits in the topic's schedule stream (names.go), a
+// work queue read by one durable consumer, the mover, until it is due:
+// then it is published to the topic like any message, for every
+// subscription the topic has at that time, and removed from the schedule.
+// Every PubSub that consumes the topic or delays a message on it runs the
+// mover's loop, sharing the consumer: a message not due yet is given back
+// to the server for the time it still has to wait (a delayed negative
+// ack), so it is fetched again when due. A due message is published with a
+// Nats-Msg-Id of its place in the schedule, so that a mover stopped between
+// the publish and the schedule's ack publishes it once, within
+// Options.UniqueWindow. NATS 2.9 has no scheduled messages of its own: a
+// schedule of many messages due far apart costs the server a delayed
+// redelivery each, and a message is published within a few milliseconds
+// after it is due, not at the instant.
+
+// Headers of a delayed message, times in nanoseconds since the Unix epoch:
+// its due time, and when it was enqueued, so that a subscription made
+// after that skips it when due (the server's clock dates the
+// subscription's consumer, this process's clock the enqueue).
+const (
+	hdrDue      = "Conveyor-Due"
+	hdrEnqueued = "Conveyor-Enqueued"
+)
+
+// moverName is the durable consumer of a schedule stream.
+const moverName = "mover"
+
+// moverAckWait is how long a mover may hold a delayed message before the
+// server gives it to another.
+const moverAckWait = 30 * time.Second
+
+// EnqueueAt publishes data to be delivered no earlier than at; a time not
+// after now is an Enqueue. The rest is as Enqueue.
+func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	if err := t.checkEnqueue(ctx, data); err != nil {
+		return err
+	}
+	st := t.st
+	if !time.Now().Before(at) {
+		_, err := st.publish(ctx, st.n.publish, nuid.Next(), "", data)
+		return err
+	}
+	if _, err := st.schedule(ctx); err != nil {
+		return err
+	}
+	st.startMover()
+	msg := &nats.Msg{Subject: st.n.schedule, Data: data, Header: nats.Header{
+		hdrID:       []string{nuid.Next()},
+		hdrDue:      []string{strconv.FormatInt(at.UnixNano(), 10)},
+		hdrEnqueued: []string{strconv.FormatInt(time.Now().UnixNano(), 10)},
+	}}
+	_, err := st.publishMsg(ctx, msg)
+	return err
+}
+
+// schedule returns the mover of the topic's schedule stream, creating
+// both on first use.
+func (st *topicState) schedule(ctx context.Context) (jetstream.Consumer, error) {
+	st.mu.Lock()
+	c := st.mover
+	st.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	s, err := st.open(ctx, &st.sched, st.n.schedStream, &jetstream.StreamConfig{
+		Name:        st.n.schedStream,
+		Description: st.name + " (delayed messages)",
+		Subjects:    []string{st.n.schedule},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    st.ps.opts.Replicas,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	c, err = s.CreateOrUpdateConsumer(rctx, jetstream.ConsumerConfig{
+		Durable:    moverName,
+		AckPolicy:  jetstream.AckExplicitPolicy,
+		AckWait:    moverAckWait,
+		MaxDeliver: -1,
+	})
+	if err != nil {
+		return nil, st.ps.fail(ctx, "opening the schedule of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	st.mu.Lock()
+	st.mover = c
+	st.mu.Unlock()
+	return c, nil
+}
+
+// startMover starts the topic's mover loop in this PubSub, once.
+func (st *topicState) startMover() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.moving {
+		st.moving = st.ps.goBackground(st.move)
+	}
+}
+
+// move publishes the topic's delayed messages when due, until the PubSub
+// closes. While the server cannot be reached it keeps trying, logging
+// once.
+func (st *topicState) move() {
+	ctx := st.ps.ctx
+	var logged bool
+	for ctx.Err() == nil {
+		err := st.moveOnce(ctx)
+		if err == nil || ctx.Err() != nil {
+			logged = false
+			continue
+		}
+		if !logged {
+			st.ps.opts.Logger.Warn("natspubsub: moving delayed messages failed; retrying", "topic", st.name, "error", err)
+			logged = true
+		}
+		select {
+		case <-time.After(retryWait):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// moveOnce makes one pull request of the mover, waiting up to fetchWait,
+// and publishes what is due of what it brings.
+func (st *topicState) moveOnce(ctx context.Context) error {
+	c, err := st.schedule(ctx)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, fetchWait)
+	defer cancel()
+	batch, err := c.Fetch(maxFetch, jetstream.FetchContext(fctx))
+	if err != nil {
+		return err
+	}
+	for jm := range batch.Messages() {
+		if err := st.due(ctx, jm); err != nil {
+			return err
+		}
+	}
+	if err := batch.Error(); err != nil && fctx.Err() == nil {
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+			st.mu.Lock()
+			st.mover, st.sched = nil, nil // deleted: made again
+			st.mu.Unlock()
+		}
+		return err
+	}
+	return nil
+}
+
+// due publishes the delayed message jm to the topic if it is due, and
+// gives it back for the time it still has to wait if not.
+func (st *topicState) due(ctx context.Context, jm jetstream.Msg) error {
+	at, err := strconv.ParseInt(jm.Headers().Get(hdrDue), 10, 64)
+	if err != nil {
+		at = 0 // not published by conveyor: due now
+	}
+	if wait := time.Until(time.Unix(0, at)); wait > 0 {
+		return jm.NakWithDelay(wait)
+	}
+	meta, err := jm.Metadata()
+	if err != nil {
+		return err
+	}
+	if err := st.ensurePublishable(ctx); err != nil {
+		return err
+	}
+	id := jm.Headers().Get(hdrID)
+	if id == "" { // not published by conveyor
+		id = "sched-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+	}
+	msg := &nats.Msg{Subject: st.n.publish, Data: jm.Data(), Header: nats.Header{
+		hdrID:                 []string{id},
+		hdrEnqueued:           []string{jm.Headers().Get(hdrEnqueued)},
+		jetstream.MsgIDHeader: []string{"s:" + id},
+	}}
+	if _, err := st.publishMsg(ctx, msg); err != nil {
+		return err
+	}
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	return jm.DoubleAck(rctx)
+}
+
+// scheduled counts the topic's delayed messages: 0 when it has no
+// schedule stream.
+func (st *topicState) scheduled(ctx context.Context) (int64, error) {
+	rctx, cancel := st.ps.request(ctx)
+	defer cancel()
+	s, err := st.ps.js.Stream(rctx, st.n.schedStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	var info *jetstream.StreamInfo
+	if err == nil {
+		info, err = s.Info(rctx)
+	}
+	if err != nil {
+		return 0, st.ps.fail(ctx, "counting the delayed messages of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+	}
+	return int64(info.State.Msgs), nil
+}
