@@ -1,0 +1,119 @@
+// Command conveyor-relay is the outbox relay as a process: it moves the
+// messages of a dbpubsub topic to a natspubsub topic (see package relay)
+// until SIGINT or SIGTERM, then finishes the messages in hand and logs
+// what it did.
+//
+//	go run github.com/conveyorgo/conveyor/relay/cmd/conveyor-relay -topic orders
+//
+// The database is -dsn or $DATABASE_URL, migrated (conveyor-migrate); the
+// NATS server -nats or $NATS_URL. Run as many as wanted: they share the
+// source's messages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/natspubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/relay"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "conveyor-relay:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage is a command line that makes no sense; the flag set said why.
+var errUsage = errors.New("usage")
+
+// run relays as args say until ctx ends, logging to stderr.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("conveyor-relay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("dsn", os.Getenv("DATABASE_URL"), "PostgreSQL DSN of the source (default $DATABASE_URL)")
+	table := fs.String("table", dbpubsub.DefaultTable, "the source's message table (dbpubsub Options.Table)")
+	topic := fs.String("topic", "", "the source topic (required)")
+	sub := fs.String("subscription", pubsub.DefaultSubscription, "the subscription of the source topic relayed")
+	natsURL := fs.String("nats", os.Getenv("NATS_URL"), "NATS server URL of the destination (default $NATS_URL)")
+	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "the destination's natspubsub Options.Prefix")
+	to := fs.String("to", "", "the destination topic (default: -topic)")
+	source := fs.String("source", "", "relay Options.Source (default: topic/subscription)")
+	workers := fs.Int("workers", relay.DefaultWorkers, "messages moved at once")
+	asyncAck := fs.Bool("async-ack", true, "ack the source's messages in groups (dbpubsub Options.AsyncAck): an ack lost with the process costs a duplicate publish, which the stream drops")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	switch {
+	case *topic == "":
+		fmt.Fprintln(stderr, "conveyor-relay: -topic is required")
+		return errUsage
+	case *dsn == "":
+		fmt.Fprintln(stderr, "conveyor-relay: no DSN: pass -dsn or set DATABASE_URL")
+		return errUsage
+	case *natsURL == "":
+		fmt.Fprintln(stderr, "conveyor-relay: no NATS server: pass -nats or set NATS_URL")
+		return errUsage
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "conveyor-relay: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	if *to == "" {
+		*to = *topic
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	db, err := dbpubsub.Open(*dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	src, err := dbpubsub.New(db, dbpubsub.Options{Table: *table, AsyncAck: *asyncAck, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	from, err := src.Subscribe(ctx, *topic, *sub)
+	if err != nil {
+		return err
+	}
+	dst, err := natspubsub.Connect(*natsURL, natspubsub.Options{Prefix: *prefix, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	dest, err := pubsub.OpenTopic(dst, *to)
+	if err != nil {
+		return err
+	}
+	r, err := relay.New(from, dest, relay.Options{Workers: *workers, Source: *source, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("conveyor-relay: relaying", slog.String("from", *topic), slog.String("subscription", *sub), slog.String("to", *to))
+	err = r.Run(ctx)
+	s := r.Stats()
+	log.Info("conveyor-relay: stopped", slog.Int64("relayed", s.Relayed), slog.Int64("duplicates", s.Duplicates),
+		slog.Int64("rejected", s.Rejected), slog.Int64("failed", s.Failed))
+	return err
+}

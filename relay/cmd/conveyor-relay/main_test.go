@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/internal/natstest"
+	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/natspubsub"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRelays runs the command on a topic holding messages, reads them
+// from the stream, and stops it as SIGTERM would.
+func TestRelays(t *testing.T) {
+	dsn, db := dbpubsubtest.NewStore(t)
+	url := natstest.URL(t)
+	prefix := natstest.Prefix(t, url)
+	src := dbpubsubtest.New(t, db, dbpubsub.Options{}).Topic("orders")
+	ctx := context.Background()
+	const n = 20
+	for i := range n {
+		if err := src.Enqueue(ctx, []byte(fmt.Sprint("order-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(rctx, []string{"-dsn", dsn, "-nats", url, "-prefix", prefix, "-topic", "orders", "-to", "shipments"}, &out)
+	}()
+
+	dst, err := natspubsub.Connect(url, natspubsub.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	got := map[string]bool{}
+	for len(got) < n {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := dst.Topic("shipments").Dequeue(dctx)
+		cancel()
+		if err != nil {
+			stop()
+			t.Fatalf("after %d of %d messages: %v; the command's output:\n%s", len(got), n, err, out.String())
+		}
+		got[string(m.Data())] = true
+		_ = m.Ack(ctx)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run after its ctx ended = %v; output:\n%s", err, out.String())
+	}
+	if want := fmt.Sprintf("relayed=%d", n); !strings.Contains(out.String(), want) {
+		t.Errorf("the command's output says nothing like %q:\n%s", want, out.String())
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no topic", []string{"-dsn", "postgres://x", "-nats", "nats://x"}, "-topic is required"},
+		{"no DSN", []string{"-topic", "t", "-dsn", "", "-nats", "nats://x"}, "no DSN"},
+		{"no NATS", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", ""}, "no NATS server"},
+		{"an argument", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "extra"}, "unexpected arguments"},
+		{"an unknown flag", []string{"-nope"}, "flag provided but not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, &out)
+			if !errors.Is(err, errUsage) || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("run(%q) = %v, output %q; want errUsage and %q", tc.args, err, out.String(), tc.want)
+			}
+		})
+	}
+}
