@@ -798,4 +798,15 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
 gives one-transaction-per-message designs.
+
+**On NATS** (its own section), scenarios 1–4 and 8 as above, on one NATS server with JetStream; each instance makes
+its streams under a fresh prefix and deletes them when it closes. The baseline is what a user would write with
+nats.go's jetstream package alone: PublishAsync and waiting for the PubAck (a batch: all its PublishAsyncs, then
+all their PubAcks), a durable pull consumer read by W goroutines with Fetch(100) and an Ack of each message.
+natspubsub has no batch enqueue: its column 2 is pubsub.EnqueueBatch's per-item fallback (one Enqueue, waiting for
+its PubAck, after another), not a batch API, and so is its fan-out's publish; watermill-nats' Publish(msgs...) too
+publishes one message after another. Fan-out: conveyor with pubsub.Subscribe (durable pull consumers of a stream
+with interest retention); watermill-nats with a Subscriber per subscription (its defaults: an ephemeral push
+consumer each; watermill-benchmark's configuration: a queue group each); the baseline with a durable pull consumer
+each.
 `
