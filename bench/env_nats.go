@@ -136,7 +136,9 @@ func (n *NATSEnv) settings(ctx context.Context) (map[string]string, error) {
 	if ai.Domain == "" {
 		out["jetstream domain"] = "(none)"
 	}
-	out["jetstream api level"] = fmt.Sprint(ai.API.Level)
+	if ai.API.Level > 0 { // servers before 2.11 do not say
+		out["jetstream api level"] = fmt.Sprint(ai.API.Level)
+	}
 	out["jetstream account max_memory"] = limit(ai.Limits.MaxMemory)
 	out["jetstream account max_storage"] = limit(ai.Limits.MaxStore)
 	out["jetstream account max_streams"] = limit(int64(ai.Limits.MaxStreams))

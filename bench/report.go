@@ -614,12 +614,14 @@ func writeMarkdown(w io.Writer, secs []section) {
 // holds its systems only.
 func (rep *Report) writeSection(w io.Writer, s section) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	cmd := "`" + rep.Command + "`"
+	path := filepath.ToSlash(strings.TrimPrefix(s.path, "./"))
+	cmd := "started by `" + rep.Command + "`"
 	if rep.Command == "" {
-		cmd = "a command the run did not record (runs before it was kept; `make bench` wrote BENCHMARKS.md then)"
+		cmd = "whose command its results do not record (written before the harness kept it; the commit that added " +
+			"`bench/" + path + "` names it)"
 	}
-	p("From the run of %s (took %s), started by %s. The raw numbers of every repetition are in `bench/%s`.\n\n",
-		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, cmd, filepath.ToSlash(strings.TrimPrefix(s.path, "./")))
+	p("From the run of %s (took %s), %s. The raw numbers of every repetition are in `bench/%s`.\n\n",
+		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, cmd, path)
 	c := rep.Config
 	reps := fmt.Sprintf("%d repetitions", c.Reps)
 	if c.MinTime > 0 {
@@ -706,7 +708,7 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 			"`scripts/with-nats.sh` gives: `$NATS_URL`, else a server on 127.0.0.1:4222, else a throwaway " +
 			"nats-server (-js, its store in a temporary directory); its store directory and file-store sync settings " +
 			"are the server's own and not visible to a client. Each system instance makes its streams under a fresh " +
-			"prefix (bench_<system>_<random>) and deletes them when it closes.\n")
+			"prefix (bench_<run>_<system>_<random>) and deletes them when it closes.\n")
 	}
 }
 
