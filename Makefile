@@ -5,7 +5,7 @@ GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 # (NATS JetStream).
 BACKEND ?= mem
 
-.PHONY: run test lint fmt-check vet bench bench-micro fuzz check-go
+.PHONY: run test lint fmt-check vet bench bench-nats bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS)
 # Ctrl-C stops it cleanly. Its settings are environment variables
@@ -48,8 +48,8 @@ test: lint
 	$(GO) build -o "$$dir/testprogress" ./internal/testprogress || exit; \
 	echo "go test -race ./... (against PostgreSQL and NATS)"; \
 	scripts/with-postgres.sh scripts/with-nats.sh $(GO) test -json -race -count=1 -timeout 9m ./... | "$$dir/testprogress" || exit; \
-	echo "go test ./... in bench/"; \
-	(cd bench && ../scripts/with-postgres.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress" || exit; \
+	echo "go test ./... in bench/ (against PostgreSQL and NATS)"; \
+	(cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress" || exit; \
 	echo "go test -race ./... in interop/ (against the CloudEvents SDK)"; \
 	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
@@ -65,16 +65,24 @@ vet: check-go
 	cd bench && $(GO) vet ./...
 	cd interop && $(GO) vet ./...
 
-## bench: conveyor against its peers, side by side (bench/, ~8 min); writes BENCHMARKS.md
+## bench: conveyor against its peers, side by side (bench/, ~15 min); writes BENCHMARKS.md
 ## and bench/results/. BENCH_FLAGS passes flags (cd bench && go run . -h lists them).
-## A throwaway PostgreSQL is started for it unless DATABASE_URL is set.
+## A throwaway PostgreSQL is started for it unless DATABASE_URL is set; the NATS server
+## is the one scripts/with-nats.sh gives ($NATS_URL, 127.0.0.1:4222, else a throwaway one).
 BENCH_FLAGS ?=
 bench: check-go
-	cd bench && if [ -n "$${DATABASE_URL:-}" ]; then \
-		../scripts/with-postgres.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
+	cd bench && export CONVEYOR_BENCH_COMMAND="make bench$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')"; \
+	if [ -n "$${DATABASE_URL:-}" ]; then \
+		../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
 	else \
-		PGPORT_FORCE_THROWAWAY=1 ../scripts/with-postgres.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
+		PGPORT_FORCE_THROWAWAY=1 ../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
 	fi
+
+## bench-nats: the NATS systems only (~5 min), on the server scripts/with-nats.sh gives;
+## rewrites the NATS section of BENCHMARKS.md and keeps the others from bench/results/
+bench-nats: check-go
+	cd bench && CONVEYOR_BENCH_COMMAND="make bench-nats$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		../scripts/with-nats.sh $(GO) run . -systems nats -md ../BENCHMARKS.md $(BENCH_FLAGS)
 
 ## bench-micro: the Go benchmarks of the framework's packages
 bench-micro: check-go

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,26 +17,51 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Env is the PostgreSQL server every database system of the run shares;
-// each instance works in a schema (or database) of its own.
+// Env is the servers the systems of the run share: PostgreSQL, where each
+// instance works in a schema (or database) of its own, and NATS, where each
+// works under a stream prefix of its own (env_nats.go). A server is only
+// connected to when a system of the run needs it.
 type Env struct {
 	DSN   string        // base DSN, from DATABASE_URL
-	Admin *pgxpool.Pool // for creating and dropping schemas
+	Admin *pgxpool.Pool // for creating and dropping schemas; nil without PostgreSQL
+	NATS  *NATSEnv      // nil without NATS
 }
 
 // localDSN is tried when DATABASE_URL is not set.
 const localDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// newEnv connects to $DATABASE_URL (or the local server), refusing any
-// host that is not a loopback address.
-func newEnv(ctx context.Context) (*Env, error) {
+// newEnv connects to the servers the systems of the given kinds need:
+// PostgreSQL for KindPostgres, NATS for KindNATS.
+func newEnv(ctx context.Context, kinds ...Kind) (*Env, error) {
+	env := &Env{}
+	if slices.Contains(kinds, KindPostgres) {
+		dsn, admin, err := connectPostgres(ctx)
+		if err != nil {
+			return nil, err
+		}
+		env.DSN, env.Admin = dsn, admin
+	}
+	if slices.Contains(kinds, KindNATS) {
+		n, err := connectNATS(ctx)
+		if err != nil {
+			env.Close()
+			return nil, err
+		}
+		env.NATS = n
+	}
+	return env, nil
+}
+
+// connectPostgres connects to $DATABASE_URL (or the local server), refusing
+// any host that is not a loopback address.
+func connectPostgres(ctx context.Context) (string, *pgxpool.Pool, error) {
 	dsn := os.Getenv("DATABASE_URL")
 	if dsn == "" {
 		dsn = localDSN
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+		return "", nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	hosts := []string{cfg.Host}
 	for _, fb := range cfg.Fallbacks {
@@ -42,28 +69,35 @@ func newEnv(ctx context.Context) (*Env, error) {
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); (ip == nil || !ip.IsLoopback()) && h != "localhost" {
-			return nil, fmt.Errorf("refusing host %q: the benchmark only talks to a server on 127.0.0.1 (run it with scripts/with-postgres.sh)", h)
+			return "", nil, fmt.Errorf("refusing host %q: the benchmark only talks to a server on 127.0.0.1 (run it with scripts/with-postgres.sh)", h)
 		}
 	}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	pcfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("no PostgreSQL server answers at DATABASE_URL (%v); run through scripts/with-postgres.sh", err)
+		return "", nil, fmt.Errorf("no PostgreSQL server answers at DATABASE_URL (%v); run through scripts/with-postgres.sh", err)
 	}
-	return &Env{DSN: dsn, Admin: pool}, nil
+	return dsn, pool, nil
 }
 
-func (e *Env) Close() { e.Admin.Close() }
+func (e *Env) Close() {
+	if e.Admin != nil {
+		e.Admin.Close()
+	}
+	if e.NATS != nil {
+		e.NATS.Close()
+	}
+}
 
 // Schema is a schema made for one instance.
 type Schema struct {
@@ -74,6 +108,9 @@ type Schema struct {
 
 // NewSchema creates a fresh schema named bench_<prefix>_<random>.
 func (e *Env) NewSchema(ctx context.Context, prefix string) (*Schema, error) {
+	if e.Admin == nil {
+		return nil, errors.New("no PostgreSQL server in this run")
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "bench_" + prefix + "_" + hex.EncodeToString(b[:])

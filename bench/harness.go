@@ -18,6 +18,9 @@ const (
 	// KindMemory systems keep their messages in the process; their
 	// baseline is a raw buffered Go channel.
 	KindMemory Kind = "memory"
+	// KindNATS systems keep their messages in NATS JetStream; their
+	// baseline is a hand-written nats.go publisher and pull consumer.
+	KindNATS Kind = "nats"
 )
 
 // Msg is what every system carries: a sequence number and the time it was
@@ -104,16 +107,20 @@ var registry []System
 
 func register(s System) { registry = append(registry, s) }
 
-// orderedSystems returns the registered systems, PostgreSQL first, each
-// kind's baseline last, then by registration order within a file name sort.
+// orderedSystems returns the registered systems, PostgreSQL first, then
+// NATS, then in memory; each kind's baseline last, then by registration
+// order within a file name sort.
 // Within a kind the event systems (and their baseline) come after the
 // queues.
 func orderedSystems() []System {
 	out := append([]System(nil), registry...)
 	rank := func(s System) int {
 		r := 0
-		if s.Kind() == KindMemory {
+		switch s.Kind() {
+		case KindNATS:
 			r += 10
+		case KindMemory:
+			r += 20
 		}
 		if ok, _ := applicable(s, ScEvents); ok {
 			r += 5
@@ -150,6 +157,7 @@ func orderedSystems() []System {
 // preferredOrder puts conveyor first in each group of the table.
 var preferredOrder = []string{
 	"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "conveyor dbpubsub (128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
+	"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)",
 	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
 	"conveyor event (dbpubsub)", "conveyor event (dbpubsub, AsyncAck)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
@@ -172,14 +180,18 @@ type Config struct {
 	BacklogReps int           // backlog scenario: repetitions
 	PoolSize    int           // database connections per system instance
 	Systems     string        // comma-separated substrings; empty means all
+	SkipSystems string        `json:",omitempty"` // comma-separated substrings of systems not to run
 	Scenarios   string        // comma-separated scenario ids; empty means all
 }
 
 func (c Config) wantSystem(name string) bool {
-	if c.Systems == "" {
-		return true
-	}
-	for _, s := range strings.Split(c.Systems, ",") {
+	return (c.Systems == "" || matchesAny(name, c.Systems)) && !matchesAny(name, c.SkipSystems)
+}
+
+// matchesAny reports whether name contains one of the comma-separated
+// substrings of list.
+func matchesAny(name, list string) bool {
+	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s != "" && strings.Contains(name, s) {
 			return true
 		}

@@ -70,7 +70,8 @@ func main() {
 	flag.DurationVar(&cfg.BacklogMax, "backlog-max-run", cfg.BacklogMax, "backlog scenario: cap on the consumer process's drain")
 	flag.IntVar(&cfg.BacklogReps, "backlog-reps", cfg.BacklogReps, "backlog scenario: repetitions")
 	flag.IntVar(&cfg.PoolSize, "pool", cfg.PoolSize, "database connections per system (conveyor's dbpubsub.Open uses max(8, 4×GOMAXPROCS))")
-	flag.StringVar(&cfg.Systems, "systems", "", "comma-separated substrings of the systems to run (default all)")
+	flag.StringVar(&cfg.Systems, "systems", "", "comma-separated substrings of the systems to run (default all; \"nats\": the NATS systems)")
+	flag.StringVar(&cfg.SkipSystems, "skip-systems", "", "comma-separated substrings of systems not to run")
 	flag.StringVar(&cfg.Scenarios, "scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(scenarioOrder, ","))
 	resultsDir := flag.String("results", "results", "directory for the JSON results")
 	md := flag.String("md", "", "write BENCHMARKS.md to this path")
@@ -130,12 +131,36 @@ func main() {
 		if err != nil {
 			fatal(err)
 		}
-		rep.writeMarkdown(f, strings.TrimPrefix(path, "./"))
+		secs, err := sectionsFor(rep, path)
+		if err != nil {
+			fatal(err)
+		}
+		writeMarkdown(f, secs)
 		if err := f.Close(); err != nil {
 			fatal(err)
 		}
 		fmt.Fprintf(stderr, "bench: wrote %s\n", *md)
 	}
+}
+
+// commandEnv, when set, is how the run was started, as BENCHMARKS.md
+// should show it (the Makefile sets it to its make command).
+const commandEnv = "CONVEYOR_BENCH_COMMAND"
+
+// command is how this run was started: $CONVEYOR_BENCH_COMMAND, else the
+// go run command with this process's flags.
+func command() string {
+	if c := os.Getenv(commandEnv); c != "" {
+		return c
+	}
+	args := []string{"cd bench && go run ."}
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " \t'\"$`\\|&;<>(){}*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
 }
 
 func fatal(err error) {
@@ -150,20 +175,29 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	env, err := newEnv(ctx)
+	rep := &Report{Started: time.Now(), Command: command(), Config: cfg, Machine: machine()}
+	var systems []System
+	var kinds []Kind
+	for _, s := range orderedSystems() {
+		if cfg.wantSystem(s.Name()) {
+			systems = append(systems, s)
+			kinds = append(kinds, s.Kind())
+			rep.Systems = append(rep.Systems, SystemInfo{Name: s.Name(), Kind: s.Kind(), Config: s.Config(cfg)})
+		}
+	}
+	env, err := newEnv(ctx, kinds...)
 	if err != nil {
 		return nil, err
 	}
 	defer env.Close()
-	rep := &Report{Started: time.Now(), Config: cfg, Machine: machine()}
-	if rep.Postgres, err = env.settings(ctx); err != nil {
-		return nil, fmt.Errorf("read server settings: %w", err)
+	if env.Admin != nil {
+		if rep.Postgres, err = env.settings(ctx); err != nil {
+			return nil, fmt.Errorf("read the PostgreSQL server's settings: %w", err)
+		}
 	}
-	var systems []System
-	for _, s := range orderedSystems() {
-		if cfg.wantSystem(s.Name()) {
-			systems = append(systems, s)
-			rep.Systems = append(rep.Systems, SystemInfo{Name: s.Name(), Kind: s.Kind(), Config: s.Config(cfg)})
+	if env.NATS != nil {
+		if rep.NATS, err = env.NATS.settings(ctx); err != nil {
+			return nil, fmt.Errorf("read the NATS server's settings: %w", err)
 		}
 	}
 	for _, sc := range scenarioOrder {

@@ -43,6 +43,17 @@ type Target struct {
 	Goal   string `json:"goal"`
 	Actual string `json:"actual"`
 	Met    bool   `json:"met"`
+	// Kind is that of the systems it compares; "" (runs before NATS) is
+	// KindPostgres.
+	Kind Kind `json:"kind,omitempty"`
+}
+
+// kind is t's Kind, KindPostgres when not recorded.
+func (t Target) kind() Kind {
+	if t.Kind == "" {
+		return KindPostgres
+	}
+	return t.Kind
 }
 
 // SystemInfo is a system's configuration, printed beside its numbers.
@@ -55,11 +66,14 @@ type SystemInfo struct {
 // Report is everything one run produced; it is saved as JSON and rendered
 // as the table and BENCHMARKS.md.
 type Report struct {
-	Started  time.Time         `json:"started"`
-	Took     string            `json:"took"`
+	Started time.Time `json:"started"`
+	Took    string    `json:"took"`
+	// Command is how the run was started ("" in runs before it was kept).
+	Command  string            `json:"command,omitempty"`
 	Config   Config            `json:"config"`
 	Machine  map[string]string `json:"machine"`
 	Postgres map[string]string `json:"postgres"`
+	NATS     map[string]string `json:"nats,omitempty"`
 	Systems  []SystemInfo      `json:"systems"`
 	Results  []Result          `json:"results"`
 	Targets  []Target          `json:"targets"`
@@ -251,6 +265,44 @@ func targets(results []Result) []Target {
 	}
 	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
 		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+	}
+	return append(ts, natsTargets(results)...)
+}
+
+// natsTargets checks conveyor natspubsub's goals against this run: on
+// enqueue and drain, at least 0.8× the hand-written nats.go baseline and
+// 1.5× the fastest watermill-nats configuration; p99 ≤ 5 ms at the rate of
+// the latency scenario.
+func natsTargets(results []Result) []Target {
+	const cn, base = "conveyor natspubsub", "baseline: nats.go JetStream"
+	var ts []Target
+	add := func(goal string, ok bool, format string, args ...any) {
+		ts = append(ts, Target{Goal: goal, Met: ok, Actual: fmt.Sprintf(format, args...), Kind: KindNATS})
+	}
+	for _, sc := range []string{ScEnqueue, ScDrain} {
+		c := find(results, cn, sc)
+		if c == nil {
+			continue
+		}
+		if b := find(results, base, sc); b != nil {
+			add(fmt.Sprintf("NATS %s ≥ 0.8× the nats.go baseline", sc), c.Median >= 0.8*b.Median,
+				"%s msgs/s = %.2f× baseline (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+		}
+		var peers []string
+		best := 0.0
+		for _, r := range results {
+			if strings.HasPrefix(r.System, "watermill-nats") && r.Scenario == sc && r.Err == "" && len(r.Runs) > 0 {
+				peers = append(peers, fmt.Sprintf("%s %s msgs/s = %.2f×", r.System, num(r.Median), c.Median/r.Median))
+				best = max(best, r.Median)
+			}
+		}
+		if best > 0 {
+			add(fmt.Sprintf("NATS %s ≥ 1.5× watermill-nats (its fastest configuration)", sc), c.Median >= 1.5*best,
+				"%s msgs/s; %s", num(c.Median), strings.Join(peers, "; "))
+		}
+	}
+	if c := find(results, cn, ScLatency); c != nil {
+		add("NATS latency p99 ≤ 5 ms at the given rate", c.P99 <= 5, "p99 %.2f ms (p50 %.2f ms)", c.P99, c.P50)
 	}
 	return ts
 }
@@ -445,25 +497,148 @@ func (rep *Report) writeJSON(dir string) (string, error) {
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// writeMarkdown renders BENCHMARKS.md.
-func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
+// section is a part of BENCHMARKS.md: the systems of some kinds, as one
+// run measured them.
+type section struct {
+	title string
+	kinds []Kind
+	rep   *Report // nil: no run has measured them
+	path  string  // rep's results JSON
+}
+
+// mdSections are the sections of BENCHMARKS.md, in order.
+func mdSections() []section {
+	return []section{
+		{title: "PostgreSQL and in memory", kinds: []Kind{KindPostgres, KindMemory}},
+		{title: "NATS JetStream", kinds: []Kind{KindNATS}},
+	}
+}
+
+// measured reports whether rep has results of a system of one of kinds.
+func (rep *Report) measured(kinds []Kind) bool {
+	for _, r := range rep.Results {
+		if slices.Contains(kinds, r.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// only returns a copy of rep with the systems, results and targets of
+// kinds alone.
+func (rep *Report) only(kinds []Kind) *Report {
+	out := *rep
+	out.Systems, out.Results, out.Targets = nil, nil, nil
+	for _, s := range rep.Systems {
+		if slices.Contains(kinds, s.Kind) {
+			out.Systems = append(out.Systems, s)
+		}
+	}
+	for _, r := range rep.Results {
+		if slices.Contains(kinds, r.Kind) {
+			out.Results = append(out.Results, r)
+		}
+	}
+	for _, t := range rep.Targets {
+		if slices.Contains(kinds, t.kind()) {
+			out.Targets = append(out.Targets, t)
+		}
+	}
+	return &out
+}
+
+// sectionsFor fills the sections of BENCHMARKS.md: each from rep (saved
+// at path) when rep measured its systems, else from the newest results
+// JSON beside path that did.
+func sectionsFor(rep *Report, path string) ([]section, error) {
+	secs := mdSections()
+	var older []string // the results JSONs beside path, newest first
+	if entries, err := os.ReadDir(filepath.Dir(path)); err == nil {
+		for _, e := range entries {
+			n := e.Name()
+			if strings.HasSuffix(n, ".json") && n != "latest.json" && n != filepath.Base(path) {
+				older = append(older, filepath.Join(filepath.Dir(path), n))
+			}
+		}
+		slices.Sort(older)
+		slices.Reverse(older)
+	}
+	for i := range secs {
+		s := &secs[i]
+		if rep.measured(s.kinds) {
+			s.rep, s.path = rep.only(s.kinds), path
+			continue
+		}
+		for _, p := range older {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			var o Report
+			if err := json.Unmarshal(b, &o); err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			if o.measured(s.kinds) {
+				s.rep, s.path = o.only(s.kinds), p
+				break
+			}
+		}
+	}
+	return secs, nil
+}
+
+// writeMarkdown renders BENCHMARKS.md from secs.
+func writeMarkdown(w io.Writer, secs []section) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# Benchmarks\n\n")
-	p("Written by the benchmark harness (`bench/`, `make bench`) from the run of %s (took %s); "+
-		"nothing here is typed in by hand. The raw numbers of every repetition are in `bench/%s`.\n\n",
-		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, filepath.ToSlash(jsonPath))
-	c := rep.Config
-	events := ""
-	if c.EventsN > 0 { // results of runs before the events scenario lack it
-		events = fmt.Sprintf("; in-memory events: %d", c.EventsN)
+	p("Written by the benchmark harness (`bench/`) from real runs; nothing here is typed in by hand. Each section " +
+		"comes from one run, named with its command, date and raw numbers. `make bench` runs every system and rewrites " +
+		"every section; a run of some systems only (`make bench-nats`, or `-systems`) rewrites the sections of the " +
+		"systems it ran and keeps each other section from the newest results in `bench/results/` that have it.\n")
+	for _, s := range secs {
+		p("\n## %s\n\n", s.title)
+		if s.rep == nil {
+			p("No run in `bench/results/` has measured these systems yet.\n")
+			continue
+		}
+		s.rep.writeSection(w, s)
 	}
+	p("\n## Scenarios\n\n%s", scenarioNotes)
+	p("\n## Reproduce\n\n```\nmake bench                       # every system; rewrites this file\n" +
+		"make bench-nats                  # the NATS systems only; rewrites their section\n" +
+		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
+		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go test -count=1 ./...   # the smoke runs of `make test`\n```\n")
+}
+
+// writeSection renders the section s of BENCHMARKS.md from rep, which
+// holds its systems only.
+func (rep *Report) writeSection(w io.Writer, s section) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	path := filepath.ToSlash(strings.TrimPrefix(s.path, "./"))
+	cmd := "started by `" + rep.Command + "`"
+	if rep.Command == "" {
+		cmd = "whose command its results do not record (written before the harness kept it; the commit that added " +
+			"`bench/" + path + "` names it)"
+	}
+	p("From the run of %s (took %s), %s. The raw numbers of every repetition are in `bench/%s`.\n\n",
+		rep.Started.UTC().Format("2006-01-02 15:04 MST"), rep.Took, cmd, path)
+	c := rep.Config
 	reps := fmt.Sprintf("%d repetitions", c.Reps)
 	if c.MinTime > 0 {
 		reps = fmt.Sprintf("at least %d repetitions, and more (up to %d) of a system whose timed runs add up to less than %v", c.Reps, c.MaxReps, c.MinTime)
 	}
-	p("N = %d messages (round trip: %d%s), W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, "+
-		"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
-		c.N, c.RoundtripN, events, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
+	if slices.Contains(s.kinds, KindNATS) {
+		p("N = %d messages, W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, run cap %v.\n\n",
+			c.N, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.MaxRun)
+	} else {
+		events := ""
+		if c.EventsN > 0 { // results of runs before the events scenario lack it
+			events = fmt.Sprintf("; in-memory events: %d", c.EventsN)
+		}
+		p("N = %d messages (round trip: %d%s), W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, "+
+			"backlog %d messages (%d repetition, drain cap %v), run cap %v, %d database connections per system.\n\n",
+			c.N, c.RoundtripN, events, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.Backlog, c.BacklogReps, c.BacklogMax, c.MaxRun, c.PoolSize)
+	}
 	head, rows := rep.grid()
 	p("| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
 	for _, row := range rows {
@@ -479,7 +654,11 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 		}
 	}
 	if len(rep.Targets) > 0 {
-		p("\n## conveyor's targets (issues 6 and 16)\n\n| goal | this run | |\n| --- | --- | --- |\n")
+		title := "conveyor's targets (issues 6 and 16)"
+		if slices.Contains(s.kinds, KindNATS) {
+			title = "conveyor's targets on NATS"
+		}
+		p("\n### %s\n\n| goal | this run | |\n| --- | --- | --- |\n", title)
 		for _, t := range rep.Targets {
 			mark := "**missed**"
 			if t.Met {
@@ -495,32 +674,42 @@ func (rep *Report) writeMarkdown(w io.Writer, jsonPath string) {
 			if st.Capped {
 				capped = fmt.Sprintf(" It drained only %s of them within -backlog-max-run (%v).", num(float64(st.Messages)), rep.Config.BacklogMax)
 			}
-			p("\n## Backlog (scenario 6)\n\n%s: %s messages put with the batch API (1,000 a call) at %s msgs/s, then "+
+			p("\n### Backlog (scenario 6)\n\n%s: %s messages put with the batch API (1,000 a call) at %s msgs/s, then "+
 				"drained by a separate consumer process (W workers) at %s msgs/s.%s Its peak RSS (VmHWM, read by the process "+
 				"itself) was %.1f MiB; with a backlog of %s it was %.1f MiB. RSS after each tenth of the backlog (MiB): %s.\n",
 				r.System, num(float64(st.Backlog)), num(st.FillRate), num(st.DrainRate), capped, st.PeakRSSMB,
 				num(float64(st.SmallN)), st.SmallPeakMB, floats(st.RSSByTenthMB))
 		}
 	}
-	p("\n## Scenarios\n\n%s", scenarioNotes)
-	p("\n## Configurations\n\n| system | configuration |\n| --- | --- |\n")
-	for _, s := range rep.Systems {
-		p("| %s | %s |\n", mdEscape(s.Name), mdEscape(s.Config))
+	p("\n### Configurations\n\n| system | configuration |\n| --- | --- |\n")
+	for _, si := range rep.Systems {
+		p("| %s | %s |\n", mdEscape(si.Name), mdEscape(si.Config))
 	}
-	p("\n## Machine\n\n")
+	p("\n### Machine\n\n")
 	for _, k := range sortedKeys(rep.Machine) {
 		p("- %s: %s\n", k, rep.Machine[k])
 	}
-	p("\n## PostgreSQL\n\n")
-	for _, k := range sortedKeys(rep.Postgres) {
-		p("- %s: %s\n", k, rep.Postgres[k])
+	if slices.Contains(s.kinds, KindPostgres) && len(rep.Postgres) > 0 {
+		p("\n### PostgreSQL server\n\n")
+		for _, k := range sortedKeys(rep.Postgres) {
+			p("- %s: %s\n", k, rep.Postgres[k])
+		}
+		p("\nThe server is the one `scripts/with-postgres.sh` gives: `$DATABASE_URL`, else a server on " +
+			"127.0.0.1:5432, else a throwaway cluster (fsync, synchronous_commit and full_page_writes off; `make bench` " +
+			"always starts one unless DATABASE_URL is set). Each system works in a schema of its own (pgbench in a " +
+			"database of its own), created and dropped by the harness.\n")
 	}
-	p("\nThe server is the one `scripts/with-postgres.sh` gives: `$DATABASE_URL`, else a server on " +
-		"127.0.0.1:5432, else a throwaway cluster (fsync, synchronous_commit and full_page_writes off). " +
-		"Each system works in a schema of its own (pgbench in a database of its own), created and dropped by the harness.\n")
-	p("\n## Reproduce\n\n```\nmake bench                       # the full run; rewrites this file\n" +
-		"cd bench && ../scripts/with-postgres.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
-		"cd bench && ../scripts/with-postgres.sh go test -count=1 ./...   # the smoke run of `make test`\n```\n")
+	if slices.Contains(s.kinds, KindNATS) && len(rep.NATS) > 0 {
+		p("\n### NATS server\n\n")
+		for _, k := range sortedKeys(rep.NATS) {
+			p("- %s: %s\n", k, rep.NATS[k])
+		}
+		p("\nWhat a client sees of the server (its INFO and JetStream account). The server is the one " +
+			"`scripts/with-nats.sh` gives: `$NATS_URL`, else a server on 127.0.0.1:4222, else a throwaway " +
+			"nats-server (-js, its store in a temporary directory); its store directory and file-store sync settings " +
+			"are the server's own and not visible to a client. Each system instance makes its streams under a fresh " +
+			"prefix (bench_<run>_<system>_<random>) and deletes them when it closes.\n")
+	}
 }
 
 func floats(xs []float64) string {
@@ -567,7 +756,7 @@ func machine() map[string]string {
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rev := strings.TrimSpace(string(out))
 		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
-			"pubsub", "channelpubsub", "dbpubsub", "migrations", "internal", "event", "di").Output()
+			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di").Output()
 		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
 			rev += " + uncommitted changes in the framework's packages"
 		}
@@ -611,4 +800,15 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
 gives one-transaction-per-message designs.
+
+**On NATS** (its own section), scenarios 1–4 and 8 as above, on one NATS server with JetStream; each instance makes
+its streams under a fresh prefix and deletes them when it closes. The baseline is what a user would write with
+nats.go's jetstream package alone: PublishAsync and waiting for the PubAck (a batch: all its PublishAsyncs, then
+all their PubAcks), a durable pull consumer read by W goroutines with Fetch(100) and an Ack of each message.
+natspubsub has no batch enqueue: its column 2 is pubsub.EnqueueBatch's per-item fallback (one Enqueue, waiting for
+its PubAck, after another), not a batch API, and so is its fan-out's publish; watermill-nats' Publish(msgs...) too
+publishes one message after another. Fan-out: conveyor with pubsub.Subscribe (durable pull consumers of a stream
+with interest retention); watermill-nats with a Subscriber per subscription (its defaults: an ephemeral push
+consumer each; watermill-benchmark's configuration: a queue group each); the baseline with a durable pull consumer
+each.
 `
