@@ -12,23 +12,23 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Dequeues of one subscription in one PubSub fetch together. One fetch at
-// a time runs in the background for them: it asks the server for a
-// message for each Dequeue waiting and one for each delivery this process
-// holds unsettled (its consumer comes back for another soon), and the
+// Dequeues of one subscription in one PubSub fetch together. A fetch runs
+// in the background, one at a time, whenever fewer messages are kept here
+// than the process should have ahead: one for each consumer (a Dequeue
+// waiting, or a delivery in hand), or as many as it consumes in a quarter
+// of the lease at its recent rate if that is more, at most maxFetch. The
 // server answers at once with what is ready (a pull request that does not
-// wait). Only when nothing is ready does the fetch wait for one message,
-// for up to fetchWait. Fetched messages not taken at once are kept, in
-// order, for the next Dequeues; one whose lease ran out (by this process's
-// clock) while kept is let go, and the server delivers it again. Under
-// load a round trip to the server brings a message for every consumer,
-// not one, and at most one message per consumer waits here: a slow handler
-// holds back one message besides its own. A fetch ends with the PubSub,
-// not with the Dequeue that started it, so that what it brings after that
-// Dequeue left is kept for the next one rather than sent to a request
-// nobody reads any more; kept messages are given back to the server (a
-// negative ack, which counts as an attempt) when this process stops
-// consuming the subscription for holdFor, and at Close.
+// wait); only when nothing is ready does the fetch wait for one message,
+// for up to fetchWait. So a fast consumer finds its next messages here,
+// while a slow one holds back about a quarter lease's worth: a kept
+// message waits that long, not its whole lease. One whose lease ran out
+// (by this process's clock) while kept is let go, and the server delivers
+// it again. A fetch ends with the PubSub, not with the Dequeue that
+// started it, so that what it brings after that Dequeue left is kept for
+// the next one rather than sent to a request nobody reads any more; kept
+// messages are given back to the server (a negative ack, which counts as
+// an attempt) when this process stops consuming the subscription for
+// holdFor, and at Close.
 
 // fetchWait bounds the pull request of a fetch that waits for a message:
 // while none comes it asks again this often, so that a server that
@@ -49,6 +49,12 @@ type fetcher struct {
 	err      error                 // of the last fetch
 	logged   bool                  // the last fetch's error was logged
 	idle     *time.Timer           // gives pending back when nobody consumes (giveBackIdle)
+
+	// The rate at which this process consumes: handedOut messages since
+	// rateSince, folded into rate (per second) at each fetch.
+	handedOut int
+	rateSince time.Time
+	rate      float64
 }
 
 // popLocked returns the oldest kept message whose lease still runs, or
@@ -73,6 +79,7 @@ func (f *fetcher) handOutLocked(m *message) *message {
 		f.inHand = map[*message]struct{}{}
 	}
 	f.inHand[m] = struct{}{}
+	f.handedOut++
 	return m
 }
 
@@ -129,18 +136,32 @@ func giveBack(msgs []*message) {
 	}
 }
 
-// demandLocked is how many messages to fetch: one for each Dequeue
-// waiting and one for each delivery in hand whose lease still runs (a
-// delivery never settled is forgotten when its lease ran out). Called
-// with mu held.
-func (f *fetcher) demandLocked() int {
+// pruneLocked forgets the deliveries in hand whose lease ran out: never
+// settled, they will not come back for another. Called with mu held.
+func (f *fetcher) pruneLocked() {
 	now := time.Now()
 	for m := range f.inHand {
 		if !now.Before(m.leaseDeadline()) {
 			delete(f.inHand, m)
 		}
 	}
-	return f.wanting + len(f.inHand)
+	if elapsed := now.Sub(f.rateSince); elapsed >= 10*time.Millisecond || f.rateSince.IsZero() {
+		if !f.rateSince.IsZero() {
+			f.rate = (f.rate + float64(f.handedOut)/elapsed.Seconds()) / 2
+		}
+		f.handedOut, f.rateSince = 0, now
+	}
+}
+
+// aheadLocked is how many messages to keep here: one for each consumer
+// (a Dequeue waiting, or a delivery in hand), or as many as this process
+// consumes in a quarter of the lease at its recent rate if that is more,
+// at most maxFetch. Called with s.f.mu held.
+func (s *subState) aheadLocked() int {
+	f := &s.f
+	consumers := f.wanting + len(f.inHand)
+	byRate := int(f.rate * (s.st.ps.opts.Lease / 4).Seconds())
+	return min(max(consumers, byRate), maxFetch)
 }
 
 // drop lets the kept messages go: their consumer is gone.
@@ -191,6 +212,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	f.mu.Lock()
 	if m := f.popLocked(); m != nil {
 		f.handOutLocked(m)
+		s.refillLocked()
 		f.mu.Unlock()
 		return m, nil
 	}
@@ -205,6 +227,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		// f.mu is held here.
 		if m := f.popLocked(); m != nil {
 			f.handOutLocked(m)
+			s.refillLocked()
 			f.mu.Unlock()
 			return m, nil
 		}
@@ -214,11 +237,10 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 				f.mu.Unlock()
 				return nil, err
 			}
-			if !t.st.ps.goBackground(s.fetch) {
-				f.mu.Unlock()
-				return nil, t.check()
-			}
-			f.fetching = true
+		}
+		if !s.refillLocked() {
+			f.mu.Unlock()
+			return nil, t.check()
 		}
 		wake := f.waitLocked()
 		f.mu.Unlock()
@@ -238,6 +260,21 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}
 }
 
+// refillLocked starts a fetch unless one runs or the kept messages are
+// one per consumer (waiting, or holding a delivery) already. It reports
+// false if the PubSub is closed. Called with s.f.mu held.
+func (s *subState) refillLocked() bool {
+	f := &s.f
+	if f.fetching || len(f.pending) >= s.aheadLocked() {
+		return true
+	}
+	if !s.st.ps.goBackground(s.fetch) {
+		return false
+	}
+	f.fetching = true
+	return true
+}
+
 // fetch runs one fetch for the subscription's Dequeues, in the
 // background: it brings messages to pending, or records its error (and
 // waits retryWait before the next fetch), and wakes the Dequeues. Its pull
@@ -247,10 +284,15 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 func (s *subState) fetch() {
 	f := &s.f
 	f.mu.Lock()
-	n, logged := f.demandLocked(), f.logged
+	f.pruneLocked()
+	n, logged := s.aheadLocked()-len(f.pending), f.logged
 	f.mu.Unlock()
 	ps := s.st.ps
-	msgs, err := s.pull(ps.ctx, n)
+	var msgs []*message
+	var err error
+	if n > 0 {
+		msgs, err = s.pull(ps.ctx, n)
+	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) {
 		if !logged {
 			ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
@@ -276,7 +318,7 @@ func (s *subState) pull(ctx context.Context, n int) ([]*message, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch, err := cons.FetchNoWait(min(max(n, 1), maxFetch))
+	batch, err := cons.FetchNoWait(min(n, maxFetch))
 	if err != nil {
 		return nil, err
 	}
