@@ -42,8 +42,8 @@
 // attempt is the server's delivery count, so a delivery fetched and never
 // handed to a consumer (given back, or kept past its lease) counts too.
 // Ack returns once the ack is sent; Options.ConfirmAck makes it wait for
-// the server's confirmation, a round trip per message. Stats count every
-// Ack that returned.
+// the server's confirmation, a round trip per message. Until the server
+// applied an ack, Stats count its message as processing.
 //
 // The lease is the consumers' AckWait. A settle after the lease ran out by
 // this process's clock (less a margin of a tenth of the lease, at most a

@@ -26,8 +26,8 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	}
 	rctx, cancel := t.st.ps.request(ctx)
 	defer cancel()
-	// The server has processed the settles this process sent before it
-	// answers a ping: the counts then include every Ack that returned.
+	// The server has received the settles this process sent before it
+	// answers a ping (it may apply them a moment later).
 	if err := t.st.ps.nc.FlushWithContext(rctx); err != nil {
 		return pubsub.Stats{}, t.st.ps.fail(ctx, "stats of "+t.sub.label(), err)
 	}
