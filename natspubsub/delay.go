@@ -78,14 +78,8 @@ func (st *topicState) schedule(ctx context.Context) (jetstream.Consumer, error) 
 	if c != nil {
 		return c, nil
 	}
-	s, err := st.open(ctx, &st.sched, st.n.schedStream, &jetstream.StreamConfig{
-		Name:        st.n.schedStream,
-		Description: st.name + " (delayed messages)",
-		Subjects:    []string{st.n.schedule},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    st.ps.opts.Replicas,
-	})
+	cfg := st.scheduleConfig()
+	s, err := st.open(ctx, &st.sched, st.n.schedStream, &cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +121,15 @@ func (st *topicState) move() {
 			logged = false
 			continue
 		}
-		if !logged {
+		wait := retryWait
+		if errors.Is(err, ErrNoStream) {
+			wait = fetchWait // bound to streams the operator has not made yet
+		} else if !logged {
 			st.ps.opts.Logger.Warn("natspubsub: moving delayed messages failed; retrying", "topic", st.name, "error", err)
 			logged = true
 		}
 		select {
-		case <-time.After(retryWait):
+		case <-time.After(wait):
 		case <-ctx.Done():
 		}
 	}

@@ -232,7 +232,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 			return m, nil
 		}
 		if !f.fetching {
-			if err := f.err; errors.Is(err, pubsub.ErrNoSubscription) {
+			if err := f.err; errors.Is(err, pubsub.ErrNoSubscription) || errors.Is(err, ErrNoStream) {
 				f.err = nil
 				f.mu.Unlock()
 				return nil, err
@@ -293,7 +293,7 @@ func (s *subState) fetch() {
 	if n > 0 {
 		msgs, err = s.pull(ps.ctx, n)
 	}
-	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) {
+	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
 		if !logged {
 			ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
 		}

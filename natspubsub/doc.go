@@ -27,8 +27,10 @@
 // consumer is kept in reserve while the topic has no subscription, so that
 // a plain queue loses nothing. Dead messages wait in the topic's
 // dead-letter stream, delayed ones in its schedule stream, inbox claims in
-// its key-value bucket. Conveyor creates them on first use; names on the
-// server are tokens of the topic's and subscription's names (names.go).
+// its key-value bucket. Conveyor creates them on first use, or with
+// Options.Bind only binds those the operator made (PubSub.Provision), and
+// a missing one is ErrNoStream; names on the server are tokens of the
+// topic's and subscription's names (names.go).
 // docs/natspubsub.md has the mapping and the reasons.
 //
 // # Guarantees

@@ -64,7 +64,8 @@ func isWrongRevision(err error) bool {
 }
 
 // inbox returns the topic's inbox bucket, creating it (or bringing it to
-// this PubSub's retention) on first use.
+// this PubSub's retention) on first use; with Options.Bind it only looks
+// it up.
 func (st *topicState) inbox(ctx context.Context) (jetstream.KeyValue, error) {
 	st.mu.Lock()
 	kv := st.kv
@@ -74,17 +75,18 @@ func (st *topicState) inbox(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
-	err := retryStoreCreate(rctx, func() (err error) {
-		kv, err = st.ps.js.CreateOrUpdateKeyValue(rctx, jetstream.KeyValueConfig{
-			Bucket:      st.n.inbox,
-			Description: st.name + " (inbox)",
-			History:     1,
-			TTL:         st.ps.opts.InboxRetention,
-			Storage:     jetstream.FileStorage,
-			Replicas:    st.ps.opts.Replicas,
+	var err error
+	if st.ps.opts.Bind {
+		if kv, err = st.ps.js.KeyValue(rctx, st.n.inbox); errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, fmt.Errorf("natspubsub: the inbox of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
+				backend.Label(st.name, pubsub.DefaultSubscription), ErrNoStream)
+		}
+	} else {
+		err = retryStoreCreate(rctx, func() (err error) {
+			kv, err = st.ps.js.CreateOrUpdateKeyValue(rctx, st.inboxConfig())
+			return err
 		})
-		return err
-	})
+	}
 	if err != nil {
 		return nil, st.ps.fail(ctx, "opening the inbox of "+backend.Label(st.name, pubsub.DefaultSubscription), err)
 	}

@@ -69,6 +69,13 @@ type Options struct {
 	// a redelivery later than that claims anew. At least a second; 0
 	// means DefaultInboxRetention.
 	InboxRetention time.Duration
+	// Bind leaves the topics' streams and buckets to the operator: the
+	// PubSub looks them up and never creates or changes one (it still
+	// makes and deletes the consumers of subscriptions); a missing one is
+	// an error wrapping ErrNoStream. Provision makes them. The default
+	// (false) makes each on first use and keeps its configuration to
+	// these Options.
+	Bind bool
 	// Replicas is how many copies of each stream the server cluster
 	// keeps (1 to 5). 0 means 1.
 	Replicas int

@@ -48,15 +48,8 @@ func (st *topicState) sub(name string) *subState {
 // ensure returns the topic's stream, creating it (or updating its
 // configuration to this version's) on first use.
 func (st *topicState) ensure(ctx context.Context) (jetstream.Stream, error) {
-	return st.open(ctx, &st.stream, st.n.stream, &jetstream.StreamConfig{
-		Name:        st.n.stream,
-		Description: st.name,
-		Subjects:    []string{st.n.subjects},
-		Retention:   jetstream.InterestPolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    st.ps.opts.Replicas,
-		Duplicates:  st.ps.opts.UniqueWindow,
-	})
+	cfg := st.topicConfig()
+	return st.open(ctx, &st.stream, st.n.stream, &cfg)
 }
 
 // find returns the topic's stream if it exists, nil if not, without
@@ -67,7 +60,9 @@ func (st *topicState) find(ctx context.Context) (jetstream.Stream, error) {
 
 // open returns the stream kept in *slot, else the stream called name,
 // which it creates with cfg (or brings to cfg) when cfg is not nil; nil
-// when it does not exist and cfg is nil. What it finds it keeps in *slot.
+// when it does not exist and cfg is nil. With Options.Bind it creates
+// nothing, and a missing stream it would create is ErrNoStream. What it
+// finds it keeps in *slot.
 func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name string, cfg *jetstream.StreamConfig) (jetstream.Stream, error) {
 	st.mu.Lock()
 	s := *slot
@@ -78,12 +73,16 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	var err error
-	if cfg != nil {
+	if cfg != nil && !st.ps.opts.Bind {
 		err = retryStoreCreate(rctx, func() (err error) {
 			s, err = st.ps.js.CreateOrUpdateStream(rctx, *cfg)
 			return err
 		})
 	} else if s, err = st.ps.js.Stream(rctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if cfg != nil {
+			return nil, fmt.Errorf("natspubsub: stream %s of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
+				name, backend.Label(st.name, pubsub.DefaultSubscription), ErrNoStream)
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -156,14 +155,8 @@ func (st *topicState) ensurePublishable(ctx context.Context) error {
 func (st *topicState) deadStream(ctx context.Context, create bool) (jetstream.Stream, error) {
 	var cfg *jetstream.StreamConfig
 	if create {
-		cfg = &jetstream.StreamConfig{
-			Name:        st.n.deadStream,
-			Description: st.name + " (dead letters)",
-			Subjects:    []string{st.n.deadPrefix + "*"},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    st.ps.opts.Replicas,
-		}
+		c := st.deadConfig()
+		cfg = &c
 	}
 	return st.open(ctx, &st.dead, st.n.deadStream, cfg)
 }
