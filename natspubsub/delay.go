@@ -100,12 +100,13 @@ func (st *topicState) schedule(ctx context.Context) (jetstream.Consumer, error) 
 	return c, nil
 }
 
-// startMover starts the topic's mover loop in this PubSub, once.
+// startMover starts the topic's mover and pruner loops in this PubSub,
+// once.
 func (st *topicState) startMover() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.moving {
-		st.moving = st.ps.goBackground(st.move)
+		st.moving = st.ps.goBackground(st.move) && st.ps.goBackground(st.prune)
 	}
 }
 

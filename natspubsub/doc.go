@@ -20,8 +20,8 @@
 //
 // # Model
 //
-// A topic is a stream with interest retention: a message is kept until
-// every subscription's consumer has acked it. A subscription is a durable
+// A topic is a stream that keeps a message until every subscription's
+// consumer has acked it (conveyor purges below their ack floors). A subscription is a durable
 // pull consumer (DeliverNew), shared by every process with the same
 // prefix; each copy has an ID of its own. The default subscription's
 // consumer is kept in reserve while the topic has no subscription, so that
@@ -35,9 +35,7 @@
 //
 // # Guarantees
 //
-// Enqueue returns once the server stored the message (a NATS 2.9 server
-// stopped abruptly while consumers ack can still drop some just stored:
-// stop it in lame duck mode; docs/natspubsub.md). Every message is
+// Enqueue returns once the server stored the message. Every message is
 // delivered at least once, to one consumer of a subscription at a time, in
 // the stream's order. Nack gives it back with the shared
 // pubsub.RetryPolicy's backoff; past its attempts a message is dead. The

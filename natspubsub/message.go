@@ -57,7 +57,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	created, desc, gen := s.created, s.desc, s.gen
 	s.mu.Unlock()
 	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
-		_ = jm.Ack() // not this subscription's
+		_ = s.acked(jm.Ack()) // not this subscription's
 		return nil
 	}
 	id := jm.Headers().Get(hdrID)
@@ -92,6 +92,14 @@ func delayedBefore(jm jetstream.Msg, created time.Time) bool {
 	return err == nil && created.UnixNano() > enqueued
 }
 
+// acked counts an ack that err says was sent, for the topic's pruning.
+func (s *subState) acked(err error) error {
+	if err == nil {
+		s.st.acked.Add(1)
+	}
+	return err
+}
+
 // leaseDeadline returns when the lease ends, by this process's clock.
 func (m *message) leaseDeadline() time.Time {
 	m.mu.Lock()
@@ -109,9 +117,9 @@ func (m *message) Attempt() int { return m.attempt }
 // once the server confirmed it with Options.ConfirmAck.
 func (m *message) Ack(ctx context.Context) error {
 	if m.s.st.ps.opts.ConfirmAck {
-		return m.settle(ctx, "ack", func(ctx context.Context) error { return m.jm.DoubleAck(ctx) })
+		return m.settle(ctx, "ack", func(ctx context.Context) error { return m.s.acked(m.jm.DoubleAck(ctx)) })
 	}
-	return m.settle(ctx, "ack", func(context.Context) error { return m.jm.Ack() })
+	return m.settle(ctx, "ack", func(context.Context) error { return m.s.acked(m.jm.Ack()) })
 }
 
 // Nack gives the message back for a later delivery, after the retry
@@ -249,5 +257,6 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	if err := m.jm.DoubleAck(rctx); err != nil {
 		return fmt.Errorf("acking the delivery of the message kept dead: %w", err)
 	}
+	st.acked.Add(1)
 	return nil
 }

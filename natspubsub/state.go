@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,7 +30,9 @@ type topicState struct {
 	kv          jetstream.KeyValue // the inbox, nil until the first claim
 	sched       jetstream.Stream   // the schedule of delayed messages, nil until used
 	mover       jetstream.Consumer // its consumer, nil until used
-	moving      bool               // this PubSub runs the mover's loop (delay.go)
+	moving      bool               // this PubSub runs the mover's and the pruner's loops (delay.go, prune.go)
+	purged      uint64             // the stream is purged up to here (prune.go)
+	acked       atomic.Int64       // acks since the last prune
 	subs        map[string]*subState
 }
 
@@ -78,6 +81,15 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 			s, err = st.ps.js.CreateOrUpdateStream(rctx, *cfg)
 			return err
 		})
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStreamInvalidConfig {
+			// A stream made otherwise (by an earlier version, with
+			// interest retention, say) that the server will not change:
+			// used as it is.
+			st.ps.opts.Logger.Warn("natspubsub: the stream's configuration differs from this version's and cannot be changed; using it as it is",
+				"stream", name, "topic", st.name, "error", err)
+			s, err = st.ps.js.Stream(rctx, name)
+		}
 	} else if s, err = st.ps.js.Stream(rctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 		if cfg != nil {
 			return nil, fmt.Errorf("natspubsub: stream %s of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
@@ -93,6 +105,10 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 	st.mu.Unlock()
 	return s, nil
 }
+
+// errCodeStreamInvalidConfig is the server's error code for a stream
+// configuration it refuses, such as a change of retention.
+const errCodeStreamInvalidConfig jetstream.ErrorCode = 10052
 
 // errCodeStoreCreate is the server's error code for a stream whose store
 // it could not create.
@@ -117,11 +133,12 @@ func retryStoreCreate(ctx context.Context, create func() error) error {
 	}
 }
 
-// ensurePublishable makes sure a publish is kept: a stream with interest
-// retention drops a message no consumer is interested in, so a topic
+// ensurePublishable makes sure a publish is kept for a consumer: a topic
 // without subscriptions gets its default one's consumer, held in reserve
-// (not listed, see subscription.go) until the default is consumed. It
-// looks once per PubSub and topic.
+// (not listed, see subscription.go) until the default is consumed; a
+// stream with interest retention (made by an earlier version) would drop
+// the message otherwise, and a later consumer would not get it. It looks
+// once per PubSub and topic.
 func (st *topicState) ensurePublishable(ctx context.Context) error {
 	st.mu.Lock()
 	ok := st.publishable

@@ -25,7 +25,7 @@ func (st *topicState) topicConfig() jetstream.StreamConfig {
 		Name:        st.n.stream,
 		Description: st.name,
 		Subjects:    []string{st.n.subjects},
-		Retention:   jetstream.InterestPolicy,
+		Retention:   jetstream.LimitsPolicy, // purged below the consumers' ack floor (prune.go)
 		Storage:     jetstream.FileStorage,
 		Replicas:    st.ps.opts.Replicas,
 		Duplicates:  st.ps.opts.UniqueWindow,

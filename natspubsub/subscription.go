@@ -17,10 +17,12 @@ import (
 // every message stored after it was created. package pubsub's rules on
 // the default subscription map onto them so:
 //
-//   - A stream with interest retention drops a message no consumer wants,
-//     so a publish to a topic with no consumer first creates the default
-//     subscription's consumer in reserve: it keeps the messages of a plain
-//     queue but is not listed, since nobody consumed the default yet.
+//   - A subscription gets only what is published after its consumer was
+//     made, and a topic's stream keeps only what some consumer has not
+//     acked (prune.go), so a publish to a topic with no consumer first
+//     creates the default subscription's consumer in reserve: it keeps
+//     the messages of a plain queue but is not listed, since nobody
+//     consumed the default yet.
 //   - Consuming the default, or subscribing to its name, declares it: the
 //     reserve becomes a listed subscription, keeping what it holds.
 //   - A named subscription created while the default is a reserve retires
