@@ -525,8 +525,13 @@ func TestListenerReconnects(t *testing.T) {
 	in, out := producer.Topic("reconnect"), consumer.Topic("reconnect")
 	expectNone(t, out, 300*time.Millisecond) // the consumer listens
 	pid := consumer.ListenerPID()
-	if pid == 0 {
-		t.Fatal("the consumer has no listening connection")
+	for wait := time.Now().Add(10 * time.Second); pid == 0; pid = consumer.ListenerPID() {
+		// On a loaded machine the listener may connect after the first
+		// Dequeue gave up.
+		if time.Now().After(wait) {
+			t.Fatal("the consumer has no listening connection 10 s after its first Dequeue")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := db.DB.ExecContext(ctx, "SELECT pg_terminate_backend($1)", int64(pid)); err != nil {
 		t.Fatal(err)
