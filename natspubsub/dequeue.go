@@ -260,8 +260,8 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}
 }
 
-// refillLocked starts a fetch unless one runs or the kept messages are
-// one per consumer (waiting, or holding a delivery) already. It reports
+// refillLocked starts a fetch unless one runs or as many messages as the
+// process should have ahead (aheadLocked) are kept already. It reports
 // false if the PubSub is closed. Called with s.f.mu held.
 func (s *subState) refillLocked() bool {
 	f := &s.f
