@@ -21,18 +21,9 @@ import (
 func TestBind(t *testing.T) {
 	url := natstest.URL(t)
 	prefix := natstest.Prefix(t, url)
-	open := func(o natspubsub.Options) *natspubsub.PubSub {
-		o.Prefix = prefix
-		ps, err := natspubsub.Connect(url, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ps.Close() })
-		return ps
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	bound := open(natspubsub.Options{Bind: true, UniqueWindow: 5 * time.Minute})
+	bound := connectTo(t, url, natspubsub.Options{Prefix: prefix, Bind: true, UniqueWindow: 5 * time.Minute})
 	tp := bound.Topic("orders")
 	want := func(what string, err error) {
 		t.Helper()
@@ -50,7 +41,7 @@ func TestBind(t *testing.T) {
 		t.Fatalf("a bound PubSub made %d streams", n)
 	}
 
-	owner := open(natspubsub.Options{UniqueWindow: time.Minute})
+	owner := connectTo(t, url, natspubsub.Options{Prefix: prefix, UniqueWindow: time.Minute})
 	if err := owner.Provision(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}

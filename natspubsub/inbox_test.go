@@ -4,23 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
-
-// connect returns a PubSub on the test server with a prefix of its own.
-func connect(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
-	t.Helper()
-	url := natstest.URL(t)
-	o.Prefix = natstest.Prefix(t, url)
-	ps, err := natspubsub.Connect(url, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ps.Close() })
-	return ps
-}
 
 func claim(t *testing.T, tp pubsub.Topic, key string, want bool) func(context.Context) error {
 	t.Helper()

@@ -18,11 +18,7 @@ import (
 func TestAckedMessagesArePurged(t *testing.T) {
 	url := natstest.URL(t)
 	prefix := natstest.Prefix(t, url)
-	ps, err := natspubsub.Connect(url, natspubsub.Options{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ps.Close()
+	ps := connectTo(t, url, natspubsub.Options{Prefix: prefix})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := ps.Subscribe(ctx, "prune", "a")
@@ -75,5 +71,46 @@ func TestAckedMessagesArePurged(t *testing.T) {
 			t.Fatalf("10 s after every subscription acked every message the stream still holds %d", stored())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A topic stream made with interest retention (by an earlier version) is
+// used as it is: the server cannot change a stream's retention.
+func TestInterestStreamKept(t *testing.T) {
+	url := natstest.URL(t)
+	prefix := natstest.Prefix(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Learn the topic stream's configuration, then make the stream anew
+	// with interest retention.
+	if err := connectTo(t, url, natspubsub.Options{Prefix: prefix}).Provision(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	js := jetStream(t, url)
+	list := js.ListStreams(ctx, jetstream.WithStreamListSubject(prefix+".t.>"))
+	var cfg jetstream.StreamConfig
+	for info := range list.Info() {
+		cfg = info.Config
+	}
+	if err := list.Err(); err != nil || cfg.Name == "" {
+		t.Fatalf("the topic's stream: %q, %v", cfg.Name, err)
+	}
+	if err := js.DeleteStream(ctx, cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Retention = jetstream.InterestPolicy
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	tp := connectTo(t, url, natspubsub.Options{Prefix: prefix}).Topic("old")
+	if err := tp.Enqueue(ctx, []byte("kept")); err != nil {
+		t.Fatalf("Enqueue on a topic whose stream has interest retention: %v", err)
+	}
+	m, err := tp.Dequeue(ctx)
+	if err != nil || string(m.Data()) != "kept" {
+		t.Fatalf("Dequeue = %v, %v; want the message", m, err)
+	}
+	if err := m.Ack(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -161,20 +161,22 @@ func (ps *PubSub) giveBackPending() {
 // share: nats.go keeps the answer in the object without a lock, so a
 // PubSub makes one such call at a time.
 func (ps *PubSub) streamInfo(ctx context.Context, s jetstream.Stream, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
-	if err := ps.takeInfo(ctx); err != nil {
-		return nil, err
-	}
-	defer func() { <-ps.info }()
-	return s.Info(ctx, opts...)
+	return oneInfo(ctx, ps, func() (*jetstream.StreamInfo, error) { return s.Info(ctx, opts...) })
 }
 
 // consumerInfo is streamInfo for a consumer.
 func (ps *PubSub) consumerInfo(ctx context.Context, c jetstream.Consumer) (*jetstream.ConsumerInfo, error) {
+	return oneInfo(ctx, ps, func() (*jetstream.ConsumerInfo, error) { return c.Info(ctx) })
+}
+
+// oneInfo makes the Info call info in its turn (takeInfo).
+func oneInfo[T any](ctx context.Context, ps *PubSub, info func() (T, error)) (T, error) {
 	if err := ps.takeInfo(ctx); err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	defer func() { <-ps.info }()
-	return c.Info(ctx)
+	return info()
 }
 
 // takeInfo waits for the turn of an Info call, until ctx ends.

@@ -27,8 +27,9 @@ const uniquePrefix = "u:"
 
 // Topic is a handle on one subscription of a topic of a PubSub: its
 // Enqueue publishes to the topic, its Dequeue reads the subscription.
-// Besides pubsub.Topic it has the optional abilities pubsub.DeadLetters,
-// pubsub.Stater and pubsub.UniqueEnqueuer.
+// Besides pubsub.Topic it has the optional abilities pubsub.Delayer,
+// pubsub.UniqueEnqueuer, pubsub.Inbox, pubsub.DeadLetters and
+// pubsub.Stater.
 type Topic struct {
 	st  *topicState
 	sub *subState
@@ -45,6 +46,8 @@ var (
 	_ pubsub.DeadLetters    = (*Topic)(nil)
 	_ pubsub.Stater         = (*Topic)(nil)
 	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
+	_ pubsub.Delayer        = (*Topic)(nil)
+	_ pubsub.Inbox          = (*Topic)(nil)
 )
 
 // Name returns the topic's name.
