@@ -101,12 +101,15 @@ func (st *topicState) schedule(ctx context.Context) (jetstream.Consumer, error) 
 }
 
 // startMover starts the topic's mover and pruner loops in this PubSub,
-// once.
+// once. Every Dequeue calls it: after the first, it is one atomic load.
 func (st *topicState) startMover() {
+	if st.moving.Load() {
+		return
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.moving {
-		st.moving = st.ps.goBackground(st.move) && st.ps.goBackground(st.prune)
+	if !st.moving.Load() {
+		st.moving.Store(st.ps.goBackground(st.move) && st.ps.goBackground(st.prune))
 	}
 }
 

@@ -30,7 +30,7 @@ type topicState struct {
 	kv          jetstream.KeyValue // the inbox, nil until the first claim
 	sched       jetstream.Stream   // the schedule of delayed messages, nil until used
 	mover       jetstream.Consumer // its consumer, nil until used
-	moving      bool               // this PubSub runs the mover's and the pruner's loops (delay.go, prune.go)
+	moving      atomic.Bool        // this PubSub runs the mover's and the pruner's loops (delay.go, prune.go)
 	purged      uint64             // the stream is purged up to here (prune.go)
 	acked       atomic.Int64       // acks since the last prune
 	subs        map[string]*subState
