@@ -75,7 +75,7 @@ bench: check-go
 	if [ -n "$${DATABASE_URL:-}" ]; then \
 		../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
 	else \
-		PGPORT_FORCE_THROWAWAY=1 ../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
+		PG_DURABLE=1 PGPORT_FORCE_THROWAWAY=1 ../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) run . -md ../BENCHMARKS.md $(BENCH_FLAGS); \
 	fi
 
 ## bench-nats: the NATS systems only (~5 min), on the server scripts/with-nats.sh gives;

@@ -43,7 +43,6 @@ const (
 	childN      = "CONVEYOR_BENCH_BACKLOG_N"
 	childW      = "CONVEYOR_BENCH_BACKLOG_W"
 	childMax    = "CONVEYOR_BENCH_BACKLOG_MAX"
-	childAsync  = "CONVEYOR_BENCH_BACKLOG_ASYNC_ACK" // "true": Options.AsyncAck
 )
 
 // childReport is what the child prints on stdout, as one JSON line.
@@ -73,7 +72,7 @@ func (c conveyorDB) FillBacklog(ctx context.Context, env *Env, cfg Config, n int
 	in.ps = nil
 	return []string{childEnvVar + "=conveyor", childDSN + "=" + in.schema.DSN,
 		childN + "=" + strconv.Itoa(n), childW + "=" + strconv.Itoa(cfg.W),
-		childMax + "=" + cfg.BacklogMax.String(), childAsync + "=" + strconv.FormatBool(c.asyncAck)}, in.Close, nil
+		childMax + "=" + cfg.BacklogMax.String()}, in.Close, nil
 }
 
 func runBacklog(ctx context.Context, env *Env, cfg Config, b Backlogger) (Run, error) {
@@ -176,7 +175,7 @@ func childMain() (rep childReport) {
 		return fail(err)
 	}
 	defer db.Close()
-	ps, err := dbpubsub.New(db, conveyorDB{asyncAck: os.Getenv(childAsync) == "true"}.options())
+	ps, err := dbpubsub.New(db, conveyorDB{}.options())
 	if err != nil {
 		return fail(err)
 	}

@@ -156,10 +156,10 @@ func orderedSystems() []System {
 
 // preferredOrder puts conveyor first in each group of the table.
 var preferredOrder = []string{
-	"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "conveyor dbpubsub (128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
+	"conveyor dbpubsub", "conveyor dbpubsub (ConfirmAck)", "conveyor dbpubsub (ConfirmAck, 128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
 	"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)",
 	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
-	"conveyor event (dbpubsub)", "conveyor event (dbpubsub, AsyncAck)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
+	"conveyor event (dbpubsub)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
 
 // Config is the whole run's configuration.

@@ -57,14 +57,14 @@ func TestSmoke(t *testing.T) {
 	if r := find(rep.Results, "baseline: JSON over a Go channel", ScEvents); r == nil || r.Runs[0].Count != int64(cfg.EventsN) {
 		t.Errorf("events baseline: got %+v, want %d events", r, cfg.EventsN)
 	}
-	if r := find(rep.Results, "conveyor dbpubsub (AsyncAck)", ScBacklog); r == nil || r.Backlog == nil ||
+	if r := find(rep.Results, "conveyor dbpubsub", ScBacklog); r == nil || r.Backlog == nil ||
 		r.Backlog.Messages != int64(cfg.Backlog) || r.Backlog.PeakRSSMB <= 0 {
 		t.Errorf("backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.Backlog)
 	}
 	// The fan-out: every subscription got every message (conveyor's
 	// through pubsub.Subscribe on dbpubsub, not "no subscriptions"); the
 	// publisher alone published them all.
-	for _, name := range []string{"conveyor dbpubsub", "conveyor dbpubsub (AsyncAck)", "watermill-sql"} {
+	for _, name := range []string{"conveyor dbpubsub", "conveyor dbpubsub (ConfirmAck)", "watermill-sql"} {
 		if r := find(rep.Results, name, ScFanOut); r == nil || r.Subs != fanOutSubs || r.Runs[0].Count != int64(fanOutSubs*cfg.N) || r.Publish <= 0 {
 			t.Errorf("%s fan-out: got %+v, want %d deliveries to %d subscriptions and a publish rate", name, r, fanOutSubs*cfg.N, fanOutSubs)
 		}

@@ -14,16 +14,17 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// conveyor dbpubsub with its defaults, on dbpubsub.Open's pool; the same
-// with Options.AsyncAck (acks queued and written in groups, as River's
-// completer and watermill-sql's offsets do); and the defaults drained by
-// many consumer goroutines (as River's tuned configuration has many
-// workers), on the drain only; and the defaults publishing to a topic
-// without subscriptions, on the fan-out only (its baseline).
+// conveyor dbpubsub with its defaults (acks queued and written in groups,
+// as River's completer and watermill-sql's offsets do), on dbpubsub.Open's
+// pool; the same with Options.ConfirmAck (each Ack returns once
+// committed), also drained by many consumer goroutines (as River's tuned
+// configuration has many workers), on the drain only; and the defaults
+// publishing to a topic without subscriptions, on the fan-out only (its
+// baseline).
 type conveyorDB struct {
-	consumers int  // 0: W
-	asyncAck  bool // Options.AsyncAck
-	noSubs    bool // the fan-out without subscriptions
+	consumers  int  // 0: W
+	confirmAck bool // Options.ConfirmAck
+	noSubs     bool // the fan-out without subscriptions
 }
 
 const conveyorManyConsumers = 128
@@ -33,17 +34,17 @@ const conveyorTopic = "bench"
 
 func init() {
 	register(conveyorDB{})
-	register(conveyorDB{asyncAck: true})
-	register(conveyorDB{consumers: conveyorManyConsumers})
+	register(conveyorDB{confirmAck: true})
+	register(conveyorDB{confirmAck: true, consumers: conveyorManyConsumers})
 	register(conveyorDB{noSubs: true})
 }
 
 func (c conveyorDB) Name() string {
 	switch {
 	case c.consumers > 0:
-		return fmt.Sprintf("conveyor dbpubsub (%d consumers)", c.consumers)
-	case c.asyncAck:
-		return "conveyor dbpubsub (AsyncAck)"
+		return fmt.Sprintf("conveyor dbpubsub (ConfirmAck, %d consumers)", c.consumers)
+	case c.confirmAck:
+		return "conveyor dbpubsub (ConfirmAck)"
 	case c.noSubs:
 		return "conveyor dbpubsub (no subscriptions)"
 	}
@@ -51,7 +52,7 @@ func (c conveyorDB) Name() string {
 }
 
 func (c conveyorDB) options() dbpubsub.Options {
-	return dbpubsub.Options{Logger: quietLogger(), AsyncAck: c.asyncAck}
+	return dbpubsub.Options{Logger: quietLogger(), ConfirmAck: c.confirmAck}
 }
 func (conveyorDB) Kind() Kind     { return KindPostgres }
 func (conveyorDB) Baseline() bool { return false }
@@ -64,8 +65,8 @@ func (c conveyorDB) Config(cfg Config) string {
 		workers = "fan-out only: the plain topic, no subscription, W goroutines Dequeue+Ack on its default subscription"
 	}
 	opts := "dbpubsub.Options{}"
-	if c.asyncAck {
-		opts = "dbpubsub.Options{AsyncAck: true}"
+	if c.confirmAck {
+		opts = "dbpubsub.Options{ConfirmAck: true}"
 	}
 	return fmt.Sprintf("%s (ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY), "+
 		"dbpubsub.Open pool of %d conns; %s; batch: pubsub.EnqueueBatch",
@@ -73,19 +74,19 @@ func (c conveyorDB) Config(cfg Config) string {
 }
 
 // Scenarios limits the many-consumers variant to the drain, and the
-// AsyncAck variant to the consuming scenarios (its enqueues are those of
-// the defaults). The backlog of a million messages runs on the AsyncAck
-// variant only, to keep the run within its time budget.
+// ConfirmAck variant to the consuming scenarios (its enqueues are those of
+// the defaults). The backlog of a million messages runs on the defaults
+// only, to keep the run within its time budget.
 func (c conveyorDB) Scenarios() []string {
 	switch {
 	case c.consumers > 0:
 		return []string{ScDrain}
-	case c.asyncAck:
-		return []string{ScDrain, ScLatency, ScBacklog, ScFanOut}
+	case c.confirmAck:
+		return []string{ScDrain, ScLatency, ScFanOut}
 	case c.noSubs:
 		return []string{ScFanOut}
 	}
-	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScFanOut}
+	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScBacklog, ScFanOut}
 }
 
 // FanOutSubs is fanOutSubs, or none for the plain topic's variant.

@@ -19,20 +19,16 @@ import (
 // topic name, and an event.Service of W workers with one ListenFunc.
 type conveyorEvent struct {
 	eventSystem
-	db       bool // dbpubsub, else channelpubsub
-	asyncAck bool // dbpubsub with Options.AsyncAck
+	db bool // dbpubsub, else channelpubsub
 }
 
 func init() {
 	register(conveyorEvent{})
 	register(conveyorEvent{db: true})
-	register(conveyorEvent{db: true, asyncAck: true})
 }
 
 func (c conveyorEvent) Name() string {
 	switch {
-	case c.asyncAck:
-		return "conveyor event (dbpubsub, AsyncAck)"
 	case c.db:
 		return "conveyor event (dbpubsub)"
 	}
@@ -51,12 +47,8 @@ func (conveyorEvent) Baseline() bool { return false }
 func (c conveyorEvent) Config(cfg Config) string {
 	backend := fmt.Sprintf("channelpubsub.Register (defaults: Capacity %d)", channelpubsub.DefaultCapacity)
 	if c.db {
-		register := "dbpubsub.Register (defaults:"
-		if c.asyncAck {
-			register = "dbpubsub.RegisterWithOptions(Options{AsyncAck: true}) (otherwise defaults:"
-		}
-		backend = fmt.Sprintf("%s ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY) "+
-			"on dbpubsub.Open's pool of %d conns", register, dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch,
+		backend = fmt.Sprintf("dbpubsub.Register (defaults: ClaimBatch %d, Prefetch %d, PollInterval %v + LISTEN/NOTIFY) "+
+			"on dbpubsub.Open's pool of %d conns", dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch,
 			dbpubsub.DefaultPollInterval, conveyorPool())
 	}
 	return fmt.Sprintf("%s + event.Register; W goroutines Dispatch on the injected event.Dispatcher (CloudEvents JSON); "+
@@ -77,7 +69,7 @@ func (c conveyorEvent) Open(ctx context.Context, env *Env, cfg Config) (Instance
 		if in.schema, err = env.NewSchema(ctx, "conveyor_event"); err != nil {
 			return nil, err
 		}
-		if err := in.registerDB(ctx, c.asyncAck); err != nil {
+		if err := in.registerDB(ctx); err != nil {
 			return nil, errors.Join(err, in.Close())
 		}
 	} else if err := channelpubsub.Register(in.ctx); err != nil {
@@ -95,7 +87,7 @@ func (c conveyorEvent) Open(ctx context.Context, env *Env, cfg Config) (Instance
 
 // registerDB migrates the schema and registers its *bun.DB and dbpubsub
 // (which di.Shutdown closes, the PubSub first).
-func (in *conveyorEventInstance) registerDB(ctx context.Context, asyncAck bool) error {
+func (in *conveyorEventInstance) registerDB(ctx context.Context) error {
 	db, err := dbpubsub.Open(in.schema.DSN)
 	if err != nil {
 		return err
@@ -106,7 +98,7 @@ func (in *conveyorEventInstance) registerDB(ctx context.Context, asyncAck bool) 
 	if err := migrations.Migrate(ctx, db); err != nil {
 		return err
 	}
-	return dbpubsub.RegisterWithOptions(in.ctx, dbpubsub.Options{Logger: quietLogger(), AsyncAck: asyncAck})
+	return dbpubsub.RegisterWithOptions(in.ctx, dbpubsub.Options{Logger: quietLogger()})
 }
 
 func (in *conveyorEventInstance) Enqueue(ctx context.Context, m Msg) error {

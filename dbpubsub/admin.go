@@ -159,8 +159,8 @@ func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
 
 // Stats counts the topic's messages by state, as the database sees them:
 // rows claimed by a PubSub for its waiting consumers count as processing.
-// Finished rows not yet pruned are not counted. With Options.AsyncAck, the
-// acks this PubSub queued before the call are written first.
+// Finished rows not yet pruned are not counted. The acks this PubSub
+// queued before the call (see Options.ConfirmAck) are written first.
 func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	if err := t.check(); err != nil {
 		return pubsub.Stats{}, err

@@ -65,7 +65,7 @@ func TestAsyncAckWrittenByClose(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := newStore(t)
-	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true, Lease: time.Hour})
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: time.Hour})
 	tp := ps.Topic("t")
 	// Many more acks than the two settlers take in one statement each
 	// (maxSettleBatch), so that some stay queued when Close begins.
@@ -112,7 +112,7 @@ func TestAsyncAckFlush(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := newStore(t)
-	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true, Lease: time.Hour})
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: time.Hour})
 	tp := ps.Topic("t")
 	enqueueN(t, tp, 200)
 	consumeAll(t, tp, 100, 4)
@@ -144,7 +144,7 @@ func TestAsyncAckLostRowIsLogged(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	var logs syncbuf.Buffer
-	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true, Lease: time.Hour,
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tp := ps.Topic("t")
 	enqueueN(t, tp, 1)
@@ -179,7 +179,7 @@ func TestAsyncAckLateInLeaseReportsLoss(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	const lease = 400 * time.Millisecond
-	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true, Lease: lease})
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: lease})
 	tp := ps.Topic("t")
 	enqueueN(t, tp, 1)
 	m := dequeueWithin(t, tp, 10*time.Second)

@@ -13,17 +13,18 @@ import (
 
 func TestConformance(t *testing.T) { pubsubtest.Run(t, harness(false)) }
 
-// TestConformanceAsyncAck runs the suite with acks written asynchronously.
-func TestConformanceAsyncAck(t *testing.T) { pubsubtest.Run(t, harness(true)) }
+// TestConformanceConfirmAck runs the suite with Acks that return once
+// committed.
+func TestConformanceConfirmAck(t *testing.T) { pubsubtest.Run(t, harness(true)) }
 
 // TestConformanceWrapped runs the suite through a wrapping Topic: every
 // ability stays reachable.
 func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(harness(false))) }
 
-func harness(asyncAck bool) pubsubtest.Harness {
+func harness(confirmAck bool) pubsubtest.Harness {
 	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
 	options := func(cfg pubsubtest.Config) dbpubsub.Options {
-		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, AsyncAck: asyncAck}
+		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, ConfirmAck: confirmAck}
 	}
 	return pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
@@ -46,8 +47,8 @@ func harness(asyncAck bool) pubsubtest.Harness {
 			if err := di.RegisterSingleton(ctx, db); err != nil {
 				return err
 			}
-			if asyncAck {
-				return dbpubsub.RegisterWithOptions(ctx, dbpubsub.Options{AsyncAck: true})
+			if confirmAck {
+				return dbpubsub.RegisterWithOptions(ctx, dbpubsub.Options{ConfirmAck: true})
 			}
 			return dbpubsub.Register(ctx)
 		},

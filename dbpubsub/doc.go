@@ -34,9 +34,10 @@
 // not settled within its lease is handed out again, counting the attempt.
 // A settle from a delivery whose lease ran out never touches the newer
 // delivery (every settle is fenced by the row's delivery token) and
-// returns an error wrapping pubsub.ErrLeaseExpired. Ack returns once its
-// change is committed; with Options.AsyncAck it returns once queued, and
-// an ack lost with the process brings its message back after its lease.
+// returns an error wrapping pubsub.ErrLeaseExpired. By default Ack returns
+// once the ack is queued for a grouped write, so an ack lost with the
+// process (within milliseconds of the call) brings its message back after
+// its lease; with Options.ConfirmAck, Ack returns once it is committed.
 // Every optional ability of package pubsub is offered.
 //
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's

@@ -2,13 +2,26 @@ package dbpubsub_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 )
+
+// flush writes the acks ps queued (its default acks return once queued),
+// for a test that reads the rows with SQL next.
+func flush(t testing.TB, ps *dbpubsub.PubSub) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ps.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
 
 var (
 	newStore  = dbpubsubtest.NewStore

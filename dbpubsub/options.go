@@ -111,20 +111,23 @@ type Options struct {
 	// answering fail and are replaced instead of stalling a consumer. 0
 	// means DefaultStatementTimeout.
 	StatementTimeout time.Duration
-	// AsyncAck makes Ack return once the ack is queued instead of once it
-	// is committed: the settlers write the queued acks of all consumers in
+	// ConfirmAck makes Ack return once the ack is committed, as Nack,
+	// Fail and Reject do. Off by default: Ack returns once the ack is
+	// queued, and the settlers write the queued acks of all consumers in
 	// grouped statements, continuously, so a consumer goes on to its next
-	// message without a round trip. Ack still reports a second settle
+	// message without a round trip (as River's completer and Watermill's
+	// offsets do). Without ConfirmAck, Ack still reports a second settle
 	// (pubsub.ErrSettled) and a closed PubSub at once; an ack whose
-	// delivery is in the second half of its lease waits for its commit, so
-	// that a lost lease is reported. A queued ack that cannot be written
-	// (the connection failed, the lease ran out meanwhile) is logged, and
-	// the message is delivered again when its lease runs out: delivery
-	// stays at least once, but an acked message may come back if the
-	// process dies within a few milliseconds of the Ack. Close and Flush
-	// write the queued acks; Stats flushes first.
-	// Off by default.
-	AsyncAck bool
+	// delivery is in the second half of its lease, or that finds the queue
+	// full, waits for its commit, so that a lost lease is reported. A
+	// queued ack that cannot be written (the connection failed, the lease
+	// ran out meanwhile) is logged, and the message is delivered again when
+	// its lease runs out: delivery stays at least once, but an acked
+	// message may come back if the process dies within a few milliseconds
+	// of the Ack. Close and Flush write the queued acks; Stats flushes
+	// first. Set ConfirmAck when an Ack must mean "this message will not
+	// be delivered again".
+	ConfirmAck bool
 	// CloseTimeout bounds how long Close waits for statements in flight.
 	// 0 means DefaultCloseTimeout.
 	CloseTimeout time.Duration

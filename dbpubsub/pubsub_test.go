@@ -441,6 +441,7 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	flush(t, ps)
 	// Two finished rows are past the retention, one is not.
 	if _, err := db.ExecContext(ctx, `UPDATE conveyor_events SET finished_at = now() - interval '2 hours'
 		WHERE id IN (SELECT id FROM conveyor_events WHERE status = 'finished' ORDER BY id LIMIT 2)`); err != nil {
@@ -506,6 +507,7 @@ func TestCustomTable(t *testing.T) {
 	if err := dequeueWithin(t, tp, 10*time.Second).Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
+	flush(t, ps)
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE status = 'finished'").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("finished rows in jobs: %d, %v; want 1", n, err)
@@ -782,7 +784,8 @@ func TestBufferedLeasesAreRenewed(t *testing.T) {
 	ctx := context.Background()
 	_, db := newStore(t)
 	const lease = 400 * time.Millisecond
-	tp := newPubSub(t, db, dbpubsub.Options{Lease: lease, Prefetch: 20}).Topic("busy")
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: lease, Prefetch: 20})
+	tp := ps.Topic("busy")
 	const n = 30
 	batch := make([][]byte, n)
 	for i := range batch {
@@ -801,6 +804,7 @@ func TestBufferedLeasesAreRenewed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	flush(t, ps)
 	if got := countRows(t, db, "attempts <> 1 OR status <> 'finished'"); got != 0 {
 		t.Fatalf("%d rows redelivered or unfinished", got)
 	}

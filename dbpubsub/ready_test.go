@@ -80,6 +80,7 @@ func TestReadyRowsMoveOnClaim(t *testing.T) {
 	if err := m.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
+	flush(t, ps)
 	if n := countMain(t, db, fmt.Sprintf("id = %d AND status = 'finished'", readyID)); n != 1 {
 		t.Fatal("the acked row is not finished in the message table")
 	}
@@ -116,6 +117,7 @@ func TestClaimTakesBothTables(t *testing.T) {
 		}
 		delete(want, d)
 	}
+	flush(t, ps)
 	if n := countRows(t, db, "status <> 'finished'"); n != 0 {
 		t.Fatalf("%d rows unfinished, want 0", n)
 	}
@@ -176,7 +178,7 @@ func TestYoungTableIsAnalyzed(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `ALTER TABLE conveyor_events SET (autovacuum_enabled = false)`); err != nil {
 		t.Fatal(err)
 	}
-	ps := newPubSub(t, db, dbpubsub.Options{AsyncAck: true})
+	ps := newPubSub(t, db, dbpubsub.Options{})
 	tp := ps.Topic("young")
 	batch := make([][]byte, 100)
 	for i := range batch {

@@ -21,8 +21,8 @@ import (
 // concurrently, by any consumer of the PubSub, share statements: up to
 // settlers statements are in flight at once, each for up to
 // maxSettleBatch settles, fenced row by row by the delivery's token and
-// lease. With Options.AsyncAck, Ack queues its settle and returns; Flush
-// and Close wait for the queued ones.
+// lease. Ack queues its settle and returns (unless Options.ConfirmAck);
+// Flush and Close wait for the queued ones.
 
 // settlers is how many settle statements may be in flight at once: while
 // one waits for its commit, the next group is sent, and PostgreSQL flushes
@@ -33,7 +33,7 @@ const settlers = 2
 const maxSettleBatch = 512
 
 // maxQueuedAcks bounds the settles waiting for a statement when an
-// asynchronous ack is queued (Options.AsyncAck); an Ack beyond it waits
+// asynchronous ack is queued (without Options.ConfirmAck); an Ack beyond it waits
 // for its commit, which slows the consumers down to the pace of the
 // settlers.
 const maxQueuedAcks = 8 * maxSettleBatch
@@ -72,10 +72,11 @@ func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
 func (m *message) Data() []byte { return m.d.data }
 func (m *message) Attempt() int { return m.d.attempt }
 
-// Ack settles the message for good; it returns once that is committed, or,
-// with Options.AsyncAck, once it is queued for the next grouped statement.
+// Ack settles the message for good; it returns once it is queued for the
+// next grouped statement, or, with Options.ConfirmAck, once that is
+// committed.
 func (m *message) Ack(ctx context.Context) error {
-	if m.st.ps.opts.AsyncAck {
+	if !m.st.ps.opts.ConfirmAck {
 		if ok, err := m.ackAsync(); ok || err != nil {
 			return err
 		}
@@ -188,7 +189,7 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	return nil
 }
 
-// ackAsync queues the ack (Options.AsyncAck). It reports false, leaving
+// ackAsync queues the ack (unless Options.ConfirmAck). It reports false, leaving
 // the ack to the synchronous path, when the lease is in its second half
 // (so that a lost lease is reported, not logged) or the queue is full.
 func (m *message) ackAsync() (bool, error) {
@@ -268,9 +269,9 @@ func (ps *PubSub) ackAsync(r *settleReq) bool {
 	return true
 }
 
-// Flush returns once the acks that Options.AsyncAck queued before the call
-// are written to the database (or failed, which is logged), or when ctx
-// ends. Without AsyncAck there is nothing to wait for. Stats, ListDead and
+// Flush returns once the acks queued before the call (see
+// Options.ConfirmAck) are written to the database (or failed, which is
+// logged), or when ctx ends. With ConfirmAck there is nothing to wait for. Stats, ListDead and
 // the other reads of a topic flush first, so they see this PubSub's acks.
 func (ps *PubSub) Flush(ctx context.Context) error { return ps.settles.Wait(ctx) }
 

@@ -768,14 +768,18 @@ var _ = json.Marshal
 
 func TestLeaseExtension(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
-		ctx := newApp(t, b, backendOptions{Lease: 200 * time.Millisecond, Retry: fastRetry(5).Retry})
+		// A lease of 1 s, extended every 500 ms: an extension may take up
+		// to half a second on a loaded machine (with 200 ms leases one
+		// took over 100 ms under -race and the lease ran out).
+		ctx := newApp(t, b, backendOptions{Lease: time.Second, Retry: fastRetry(5).Retry})
 		var calls atomic.Int32
 		done := make(chan struct{})
-		svc, logs := newService(t, "orders", event.ServiceOptions{Workers: 2, LeaseExtension: 200 * time.Millisecond})
+		svc, logs := newService(t, "orders", event.ServiceOptions{Workers: 2, LeaseExtension: time.Second})
 		_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error {
-			calls.Add(1)
-			time.Sleep(700 * time.Millisecond) // over three leases
-			close(done)
+			if calls.Add(1) == 1 {
+				time.Sleep(2500 * time.Millisecond) // over two leases
+				close(done)
+			}
 			return nil
 		})
 		start(t, ctx, svc)
@@ -787,7 +791,7 @@ func TestLeaseExtension(t *testing.T) {
 		case <-time.After(patience):
 			t.Fatal("not handled")
 		}
-		time.Sleep(300 * time.Millisecond) // a redelivery would show now
+		time.Sleep(time.Second) // a redelivery would show now
 		if n := calls.Load(); n != 1 {
 			t.Errorf("listener called %d times, want 1: the lease ran out while it ran", n)
 		}

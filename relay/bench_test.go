@@ -17,7 +17,7 @@ import (
 
 // BenchmarkRelay relays b.N messages from dbpubsub to natspubsub and
 // reports msgs/s, with the source's acks committed one by one (sync) or
-// grouped (async: dbpubsub.Options.AsyncAck). Its reference, in the same
+// grouped (async: dbpubsub's default; sync: Options.ConfirmAck). Its reference, in the same
 // run, is the hand-written loop a relay replaces: Dequeue, a plain
 // Enqueue (no key, so no deduplication), Ack, with as many goroutines.
 //
@@ -96,7 +96,7 @@ func BenchmarkRelay(b *testing.B) {
 // async or not, and an empty natspubsub topic.
 func benchTopics(b *testing.B, async bool) (src, dst pubsub.Topic) {
 	_, db := dbpubsubtest.NewStore(b)
-	src = dbpubsubtest.New(b, db, dbpubsub.Options{Logger: quiet, AsyncAck: async}).Topic("outbox")
+	src = dbpubsubtest.New(b, db, dbpubsub.Options{Logger: quiet, ConfirmAck: !async}).Topic("outbox")
 	data := make([][]byte, 0, 1000)
 	for i := 0; i < b.N; i += len(data) {
 		data = data[:0]

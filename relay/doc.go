@@ -5,7 +5,7 @@
 //
 // # Use
 //
-//	outbox, err := dbpubsub.New(db, dbpubsub.Options{AsyncAck: true})
+//	outbox, err := dbpubsub.New(db, dbpubsub.Options{})
 //	stream, err := natspubsub.Connect(os.Getenv("NATS_URL"), natspubsub.Options{})
 //	r, err := relay.New(outbox.Topic("orders"), stream.Topic("orders"), relay.Options{})
 //	err = r.Run(ctx) // relays until ctx ends
@@ -21,8 +21,9 @@
 // own. The source may be any topic handle, a named subscription
 // (pubsub.Subscribe) too; the destination any topic with
 // pubsub.UniqueEnqueuer.
-// dbpubsub.Options.AsyncAck suits the source: an ack lost with the
-// process only brings back a message whose second publish is a duplicate.
+// dbpubsub's default acks (queued, written in groups) suit the source: an
+// ack lost with the process only brings back a message whose second
+// publish is a duplicate.
 //
 // # Model
 //

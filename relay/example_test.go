@@ -27,7 +27,7 @@ func Example() {
 	}
 	defer db.Close()
 	// A lost ack only makes a duplicate publish, which the stream drops.
-	outbox, err := dbpubsub.New(db, dbpubsub.Options{AsyncAck: true})
+	outbox, err := dbpubsub.New(db, dbpubsub.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,9 @@
 #      (initdb/pg_ctl from PATH or /usr/lib/postgresql/*/bin; trust auth,
 #      fsync off, listening on 127.0.0.1 only, on a free port).
 #
+# PG_DURABLE=1 starts the throwaway cluster at the server's defaults for
+# durability instead (fsync, synchronous_commit and full_page_writes on),
+# as production runs: `make bench` measures on it.
 # PGPORT_FORCE_THROWAWAY=1 skips 1 and 2 and always starts a throwaway
 # cluster (to test this script, or to get a clean server).
 # When run as root, the cluster runs as user nobody (PostgreSQL refuses root).
@@ -94,6 +97,11 @@ trap 'exit 143' TERM
 
 "${as_user[@]}" "$initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 ||
 	{ cat "$dir/initdb.log" >&2; exit 1; }
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+if [ "${PG_DURABLE:-}" = 1 ]; then
+	durability=""
+	log "the throwaway cluster keeps the server's durability defaults (PG_DURABLE=1)"
+fi
 # Another process may take the free port before the server binds it: then
 # the next free port is tried.
 port=55431
@@ -101,7 +109,7 @@ for attempt in 1 2 3 4 5; do
 	port=$(free_port $((port + 1))) || { log "no free port in 55432-55532"; exit 1; }
 	log "starting a throwaway PostgreSQL on 127.0.0.1:$port in $dir"
 	if "${as_user[@]}" "$pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir $durability -c max_connections=200" \
 		start >/dev/null; then
 		break
 	fi

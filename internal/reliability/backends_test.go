@@ -45,7 +45,14 @@ var backends = []backend{
 		t.Cleanup(func() { _ = ps.Close() })
 		return store{ps: ps, reopen: func(testing.TB) pubsub.PubSub { return ps }}
 	}},
-	{name: "dbpubsub", new: func(t testing.TB, c config) store {
+	dbBackend("dbpubsub", false),
+	dbBackend("dbpubsub-confirmack", true),
+}
+
+// dbBackend is dbpubsub with its default acks (queued, written in groups)
+// or with Options.ConfirmAck (each Ack returns once committed).
+func dbBackend(name string, confirmAck bool) backend {
+	return backend{name: name, new: func(t testing.TB, c config) store {
 		_, db := newStore(t)
 		opts := func() dbpubsub.Options {
 			o := quietOptions(c.Lease)
@@ -54,11 +61,12 @@ var backends = []backend{
 			}
 			o.Retry, o.MaxDataSize = c.Retry, c.MaxDataSize
 			o.PollInterval = 50 * time.Millisecond
+			o.ConfirmAck = confirmAck
 			return o
 		}
 		ps := newPubSub(t, db, opts())
 		return store{ps: ps, db: db, reopen: func(t testing.TB) pubsub.PubSub { return newPubSub(t, db, opts()) }}
-	}},
+	}}
 }
 
 // eachBackend runs f as a parallel subtest per backend.

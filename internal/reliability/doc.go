@@ -27,7 +27,8 @@
 //     lease ran out.
 //  6. TestShutdownUnderLoad: event.Service.Run canceled with 1,000 events in
 //     flight, then a restarted Service; TestCloseWithDeliveriesInHand.
-//  7. The tests above that apply run on channelpubsub too (eachBackend),
+//  7. The tests above that apply run on channelpubsub too, and on dbpubsub
+//     with Options.ConfirmAck as well as its default acks (eachBackend),
 //     and TestNackAccounting checks nacks and dead letters on both.
 //
 // TestSilentConnections (issue 21, item 1): a TCP proxy the test owns

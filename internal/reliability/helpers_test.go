@@ -45,6 +45,46 @@ func quietOptions(lease time.Duration) dbpubsub.Options {
 	}
 }
 
+// ackMode is one of dbpubsub's two ack modes; the dbpubsub fault tests run
+// in each. By default an Ack returns once queued, so a fault may bring an
+// acked message back: a message acked twice is a duplicate, counted. With
+// Options.ConfirmAck an Ack returns once committed, and a message acked
+// twice is a failure.
+type ackMode struct {
+	name    string
+	confirm bool
+}
+
+// eachAckMode runs f as a parallel subtest per ack mode.
+func eachAckMode(t *testing.T, f func(t *testing.T, m ackMode)) {
+	for _, m := range []ackMode{{"default-ack", false}, {"confirm-ack", true}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, m)
+		})
+	}
+}
+
+// options are quietOptions in mode m.
+func (m ackMode) options(lease time.Duration) dbpubsub.Options {
+	o := quietOptions(lease)
+	o.ConfirmAck = m.confirm
+	return o
+}
+
+// checkAckedTwice fails t when messages were acked twice in the strict
+// mode, and returns how many to count as duplicates in the default one.
+func (m ackMode) checkAckedTwice(t *testing.T, ackedTwice, storedTwice int) int {
+	t.Helper()
+	if storedTwice != 0 || (m.confirm && ackedTwice != 0) {
+		t.Errorf("%d messages acked twice, %d stored twice: want 0", ackedTwice, storedTwice)
+	}
+	if m.confirm {
+		return 0
+	}
+	return ackedTwice
+}
+
 // payloads returns n distinct payloads "prefix-0" … "prefix-(n-1)".
 func payloads(prefix string, n int) [][]byte {
 	out := make([][]byte, n)

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	to := fs.String("to", "", "the destination topic (default: -topic)")
 	source := fs.String("source", "", "relay Options.Source (default: topic/subscription)")
 	workers := fs.Int("workers", relay.DefaultWorkers, "messages moved at once")
-	asyncAck := fs.Bool("async-ack", true, "ack the source's messages in groups (dbpubsub Options.AsyncAck): an ack lost with the process costs a duplicate publish, which the stream drops")
+	confirmAck := fs.Bool("confirm-ack", false, "commit each ack of the source before the next message (dbpubsub Options.ConfirmAck); by default acks are written in groups: an ack lost with the process costs a duplicate publish, which the stream drops")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	src, err := dbpubsub.New(db, dbpubsub.Options{Table: *table, AsyncAck: *asyncAck, Logger: log})
+	src, err := dbpubsub.New(db, dbpubsub.Options{Table: *table, ConfirmAck: *confirmAck, Logger: log})
 	if err != nil {
 		return err
 	}
