@@ -295,3 +295,61 @@ func referenceClaimOne(ctx context.Context, db *sql.DB) (done bool, err error) {
 	}
 	return false, tx.Commit()
 }
+
+// BenchmarkRoundTrip: 8 producers enqueue b.N messages one by one while 8
+// consumers on the same PubSub dequeue and ack them, as an app that
+// publishes and consumes at once does (the event layer's shape); msgs/s
+// from the first enqueue until the last ack.
+func BenchmarkRoundTrip(b *testing.B) {
+	_, db := newStore(b)
+	ps := newPubSub(b, db, dbpubsub.Options{})
+	tp := ps.Topic("bench")
+	if err := tp.Enqueue(context.Background(), []byte("warm-up")); err != nil {
+		b.Fatal(err)
+	}
+	const workers = 8
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	total := int64(b.N) + 1 // and the warm-up message
+	b.ResetTimer()
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := tp.Dequeue(ctx)
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						b.Error(err)
+					}
+					return
+				}
+				if err := m.Ack(context.Background()); err != nil {
+					b.Error(err)
+					return
+				}
+				if acked.Add(1) == total {
+					cancel()
+				}
+			}
+		}()
+	}
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := tp.Enqueue(context.Background(), []byte(`{"order":1,"amount":"9.99"}`)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	reportRate(b, b.N, start)
+}

@@ -37,9 +37,9 @@ import (
 // docs/design/dbpubsub.md, "Rejected: enqueue groups on the lanes").
 
 // enqueueStatements is how many group statements a Topic handle may have
-// in flight at once; two keep a second server core busy (measurements:
-// docs/design/dbpubsub.md, "Enqueue").
-const enqueueStatements = 2
+// in flight at once: one makes the largest groups, so the fewest commits
+// (measurements: docs/design/dbpubsub.md, "Enqueue").
+const enqueueStatements = 1
 
 // A call of more than maxCallRows rows or maxGroupBytes bytes runs its own
 // statement at once, beside the groups: its cost is mostly per row, and

@@ -141,7 +141,9 @@ func consume(t *testing.T, dsn string) {
 	var acked atomic.Int64
 	ctx := context.Background()
 	db := openDB(t, dsn)
-	ps := newPubSub(t, db, dbpubsub.Options{Lease: 2 * time.Second, RescueInterval: 250 * time.Millisecond})
+	// ConfirmAck: "none acked twice" after a SIGKILL is its guarantee (see
+	// TestFanOutMultiProcess).
+	ps := newPubSub(t, db, dbpubsub.Options{Lease: 2 * time.Second, RescueInterval: 250 * time.Millisecond, ConfirmAck: true})
 	tp := ps.Topic(mpTopic)
 	pid := os.Getpid()
 	var wg sync.WaitGroup

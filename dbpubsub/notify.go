@@ -27,7 +27,7 @@ import (
 // each round once they come less often.
 const (
 	notifySpacing    = time.Millisecond
-	maxNotifySpacing = 4 * time.Millisecond
+	maxNotifySpacing = 16 * time.Millisecond
 )
 
 // maxNotifyMarks is the most marks one round takes (they name far fewer

@@ -16,7 +16,7 @@ import (
 
 // Under a steady stream of marks the notifier spaces its rounds out to
 // maxNotifySpacing: marks made without pause for 300 ms make at most about
-// 300 ms / 4 ms rounds (one NOTIFY each), where one round per
+// 300 ms / maxNotifySpacing rounds (one NOTIFY each), where one round per
 // notifySpacing would make up to 300. A slow machine makes fewer rounds.
 func TestNotifierSpacesRoundsUnderAStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -48,7 +48,7 @@ func TestNotifierSpacesRoundsUnderAStream(t *testing.T) {
 		marks++
 		runtime.Gosched()
 	}
-	time.Sleep(20 * time.Millisecond) // the last round
+	time.Sleep(2 * maxNotifySpacing) // the last round
 	rounds := 0
 	for {
 		wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -63,7 +63,7 @@ func TestNotifierSpacesRoundsUnderAStream(t *testing.T) {
 	if rounds == 0 {
 		t.Fatal("no notification at all")
 	}
-	if limit := 300/4 + 15; rounds > limit {
+	if limit := int(300*time.Millisecond/maxNotifySpacing) + 15; rounds > limit {
 		t.Fatalf("%d rounds for a stream of %d marks over 300 ms, want at most %d", rounds, marks, limit)
 	}
 }

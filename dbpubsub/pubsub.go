@@ -48,6 +48,7 @@ type PubSub struct {
 	cancel  context.CancelFunc // cancels ctx
 
 	settles  *batch.Queue[*settleReq] // settle.go
+	pace     settlePace               // settle.go: when a settle lane lingers
 	notifies *batch.Queue[string]     // notify.go: channels to NOTIFY
 	listener *listener                // listen.go; nil with Options.NoListen
 	young    youngTable               // maintenance.go
@@ -84,6 +85,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	ps.young.next.Store(youngFirstAnalyze)
+	ps.pace.kick = make(chan struct{}, 1)
 	ps.settles = newSettleQueue(ps)
 	ps.notifies = newNotifyQueue(ps)
 	// Every process rescues expired leases, whichever process had them;

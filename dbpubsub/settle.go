@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
@@ -31,6 +32,15 @@ const settlers = 2
 
 // maxSettleBatch is the most settles grouped into one statement.
 const maxSettleBatch = 512
+
+// ackLinger is how long a settle lane waits for more asynchronous acks
+// before it writes the ones queued, when nothing else waits: fewer, larger
+// statements leave the server's commits to the enqueues and claims.
+// Synchronous settles, Flush and a queue of lingerBatch acks end the wait.
+const ackLinger = 5 * time.Millisecond
+
+// lingerBatch is how many queued asynchronous acks end a lane's linger.
+const lingerBatch = 256
 
 // maxQueuedAcks bounds the settles waiting for a statement when an
 // asynchronous ack is queued (without Options.ConfirmAck); an Ack beyond it waits
@@ -226,7 +236,37 @@ type settleReq struct {
 }
 
 func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
-	return batch.New(ps.writers, batch.Options[*settleReq]{Lanes: settlers, Max: maxSettleBatch, Handle: ps.execSettle})
+	return batch.New(ps.writers, batch.Options[*settleReq]{Lanes: settlers, Max: maxSettleBatch, Handle: ps.execSettle, Pace: ps.pace.wait})
+}
+
+// settlePace decides when a settle lane takes its next batch: at once if
+// a synchronous settle or a Flush waits or lingerBatch acks are queued,
+// else after ackLinger (or when one of those comes).
+type settlePace struct {
+	waiting atomic.Int64  // synchronous settles and Flush calls waiting
+	acks    atomic.Int64  // asynchronous acks queued, not yet taken
+	kick    chan struct{} // ends a linger (buffered: a kick is never lost)
+}
+
+func (p *settlePace) wait(stop <-chan struct{}) {
+	if p.waiting.Load() > 0 || p.acks.Load() >= lingerBatch {
+		return
+	}
+	t := time.NewTimer(ackLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.kick:
+	case <-stop:
+	}
+}
+
+// hurry ends a lane's linger.
+func (p *settlePace) hurry() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
 }
 
 // settle runs r in the next grouped statement and returns once it is
@@ -243,7 +283,10 @@ func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
 		return err
 	}
 	r.done = make(chan error, 1)
+	ps.pace.waiting.Add(1)
+	defer ps.pace.waiting.Add(-1)
 	t, _ := ps.settles.Add(r, 0)
+	ps.pace.hurry()
 	select {
 	case err := <-r.done:
 		return err
@@ -266,14 +309,23 @@ func (ps *PubSub) ackAsync(r *settleReq) bool {
 		ps.end()
 		return false
 	}
+	if ps.pace.acks.Add(1) >= lingerBatch {
+		ps.pace.hurry()
+	}
 	return true
 }
 
 // Flush returns once the acks queued before the call (see
 // Options.ConfirmAck) are written to the database (or failed, which is
-// logged), or when ctx ends. With ConfirmAck there is nothing to wait for. Stats, ListDead and
-// the other reads of a topic flush first, so they see this PubSub's acks.
-func (ps *PubSub) Flush(ctx context.Context) error { return ps.settles.Wait(ctx) }
+// logged), or when ctx ends. With ConfirmAck there is nothing to wait
+// for. Stats, ListDead and the other reads of a topic flush first, so they
+// see this PubSub's acks.
+func (ps *PubSub) Flush(ctx context.Context) error {
+	ps.pace.waiting.Add(1)
+	defer ps.pace.waiting.Add(-1)
+	ps.pace.hurry()
+	return ps.settles.Wait(ctx)
+}
 
 type idToken struct{ id, token int64 }
 
@@ -284,6 +336,13 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	// other's rows in opposite orders.
 	slices.SortFunc(batch, func(a, b *settleReq) int { return cmp.Compare(a.id, b.id) })
 	n := len(batch)
+	var acks int64
+	for _, r := range batch {
+		if r.done == nil {
+			acks++
+		}
+	}
+	ps.pace.acks.Add(-acks)
 	ids, tokens, delays := make([]int64, n), make([]int64, n), make([]int64, n)
 	statuses, reasons := make([]string, n), make([]string, n)
 	for i, r := range batch {
