@@ -29,7 +29,10 @@
 //     flight, then a restarted Service; TestCloseWithDeliveriesInHand.
 //  7. The tests above that apply run on channelpubsub too, and on dbpubsub
 //     with Options.ConfirmAck as well as its default acks (eachBackend),
-//     and TestNackAccounting checks nacks and dead letters on both.
+//     and TestNackAccounting checks nacks and dead letters on both. Tests
+//     1, 2 and 3 and TestSilentConnections run in both ack modes
+//     (eachAckMode): with ConfirmAck a message acked twice fails them; by
+//     default it is a counted duplicate (an ack queued when the fault hit).
 //
 // TestSilentConnections (issue 21, item 1): a TCP proxy the test owns
 // silences every connection of a consumer's PubSub while new ones work;
