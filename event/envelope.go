@@ -72,7 +72,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		}
 		e.Data = data.Bytes()
 	}
-	return e.appendJSON(nil), nil
+	return e.appendJSON(make([]byte, 0, e.encodedLen())), nil
 }
 
 // UnmarshalJSON reads e from the wire form, as Decode does.
@@ -100,17 +100,23 @@ func (e *Envelope) Validate() error {
 		}
 		return fmt.Errorf("event %q: %w", e.ID, err)
 	}
-	if err := e.check(); err != nil {
-		if e.ID == "" {
-			return fmt.Errorf("%w: %s: %v", ErrInvalidEvent, e.Type, err)
-		}
-		return fmt.Errorf("%w: %s %q: %v", ErrInvalidEvent, e.Type, e.ID, err)
+	if err := e.checkData(true); err != nil {
+		return e.invalid(err)
 	}
 	return nil
 }
 
-// check reports what makes e not a valid event, but its type.
-func (e *Envelope) check() error {
+// invalid wraps ErrInvalidEvent around err, what makes e invalid.
+func (e *Envelope) invalid(err error) error {
+	if e.ID == "" {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidEvent, e.Type, err)
+	}
+	return fmt.Errorf("%w: %s %q: %v", ErrInvalidEvent, e.Type, e.ID, err)
+}
+
+// checkData reports what makes e not a valid event, but its type; it
+// checks that e.Data is JSON only if data.
+func (e *Envelope) checkData(data bool) error {
 	switch {
 	case e.SpecVersion != SpecVersion:
 		return fmt.Errorf("specversion %q, want %q", e.SpecVersion, SpecVersion)
@@ -122,7 +128,7 @@ func (e *Envelope) check() error {
 		return fmt.Errorf("time %v is outside years 0-9999", e.Time)
 	case !isJSONContentType(e.DataContentType):
 		return fmt.Errorf("datacontenttype %q is not JSON", e.DataContentType)
-	case len(e.Data) > 0 && !json.Valid(e.Data):
+	case data && len(e.Data) > 0 && !validJSON(e.Data):
 		return errors.New("data is not valid JSON")
 	}
 	if err := checkURIRef(e.Source); err != nil {
@@ -187,6 +193,18 @@ func (e *Envelope) appendJSON(b []byte) []byte {
 		b = append(b, e.Data...)
 	}
 	return append(b, '}')
+}
+
+// encodedLen is the length of the wire form of e when none of its strings
+// needs escaping: enough for appendJSON to allocate once.
+func (e *Envelope) encodedLen() int {
+	const fixed = 160 // the names, quotes and punctuation of every attribute, and the longest time
+	n := fixed + len(e.SpecVersion) + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) +
+		len(e.DataContentType) + len(e.DataSchema) + len(e.Data)
+	for name, v := range e.Extensions {
+		n += len(`,"":`) + len(name) + len(v)
+	}
+	return n
 }
 
 // appendString appends s as a JSON string, as encoding/json writes it
@@ -293,7 +311,7 @@ func Encode(e Event, opts ...Option) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return env.appendJSON(make([]byte, 0, 192+len(env.Data))), nil
+	return env.appendJSON(make([]byte, 0, env.encodedLen())), nil
 }
 
 // newEnvelope builds the envelope of e.
@@ -321,8 +339,14 @@ func newEnvelope(e Event, opts []Option) (*Envelope, error) {
 	for _, o := range opts {
 		o(env)
 	}
-	if err := env.Validate(); err != nil {
-		return nil, err
+	if err := env.Type.Validate(); err != nil { // an option may have changed it
+		return nil, fmt.Errorf("event %q: %w", env.ID, err)
+	}
+	// json.Marshal returns valid JSON: the data is checked again only if
+	// an option replaced it.
+	marshalled := len(env.Data) == len(data) && (len(data) == 0 || &env.Data[0] == &data[0])
+	if err := env.checkData(!marshalled); err != nil {
+		return nil, env.invalid(err)
 	}
 	return env, nil
 }
