@@ -16,7 +16,7 @@ func TestEncodedLen(t *testing.T) {
 		Source:          "/orders",
 		Type:            "com.example.order.placed",
 		Subject:         "42",
-		Time:            time.Date(2026, 1, 2, 15, 4, 5, 999999999, time.FixedZone("", -(23*3600 + 59*60))),
+		Time:            time.Date(2026, 1, 2, 15, 4, 5, 999999999, time.FixedZone("", -(23*3600+59*60))),
 		DataContentType: "application/json; charset=utf-8",
 		DataSchema:      "https://example.com/order.json",
 		Data:            json.RawMessage(`{"id":42}`),
