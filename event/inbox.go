@@ -74,8 +74,12 @@ func Claim(ctx context.Context, tx any) (first bool, err error) {
 
 type claimKey struct{}
 
-// claimScope is the Claim context of one listener handling one delivery.
+// claimScope is the Claim context of one listener handling one delivery,
+// and the ctx the listener gets: its parent with the scope as the value of
+// claimKey (context.WithValue's two allocations in one).
 type claimScope struct {
+	context.Context
+
 	topic    pubsub.Topic
 	service  string // the Service's desc, for errors
 	listener string // the listener's inboxName
@@ -84,6 +88,17 @@ type claimScope struct {
 	mu       sync.Mutex
 	ended    bool
 	releases []func(context.Context) error
+}
+
+func (sc *claimScope) Value(key any) any {
+	if _, ok := key.(claimKey); ok {
+		return sc
+	}
+	return sc.Context.Value(key)
+}
+
+func (sc *claimScope) String() string {
+	return fmt.Sprintf("%v.WithValue(event.claimKey, %s/%s)", sc.Context, sc.listener, sc.eventID)
 }
 
 // add records release (nil: none), or fails once the listener has

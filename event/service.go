@@ -23,7 +23,8 @@ const (
 )
 
 // settleTimeout bounds an Ack, Fail or Reject: it runs on a context of its
-// own, so that a stopping Service still settles what it handled.
+// own (see settleContexts), so that a stopping Service still settles what
+// it handled.
 const settleTimeout = 30 * time.Second
 
 // retryDequeueMax caps the wait between two failing Dequeue calls.
@@ -130,6 +131,7 @@ type Service struct {
 	stopDQ  context.CancelFunc // stops dequeuing
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
 	hctx    context.Context    // the ctx handlers derive from
+	settles *settleContexts    // the ctx settles run on
 	done    chan struct{}      // closed when every worker has ended
 	wg      sync.WaitGroup
 	errOnce sync.Once
@@ -262,6 +264,7 @@ func (s *Service) Start(ctx context.Context) error {
 
 	dqctx, stopDQ := context.WithCancel(ctx)
 	s.hctx, s.stopH = context.WithCancel(context.WithoutCancel(ctx))
+	s.settles = newSettleContexts(s.hctx)
 	s.stopDQ = stopDQ
 	s.wg.Add(s.opts.Workers)
 	for range s.opts.Workers {
@@ -405,6 +408,7 @@ func (s *Service) drain(dqctx context.Context) {
 	}
 	t.Stop()
 	s.stopH()
+	s.settles.stop()
 	s.closeTopic()
 	close(s.done)
 }
@@ -547,7 +551,7 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 // or panics, the claims it made outside a transaction are released, so
 // that the redelivery claims anew.
 func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err error) {
-	sc := &claimScope{topic: s.topic, service: s.desc, listener: l.inboxName, eventID: d.ID}
+	sc := &claimScope{Context: ctx, topic: s.topic, service: s.desc, listener: l.inboxName, eventID: d.ID}
 	ok := false
 	defer func() {
 		if rerr := sc.end(s.hctx, !ok || err != nil); rerr != nil {
@@ -555,7 +559,7 @@ func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err
 				append(attrs(d), slog.String("listener", l.name), slog.Any("error", rerr))...)
 		}
 	}()
-	err = l.handle(context.WithValue(ctx, claimKey{}, sc), d.Data)
+	err = l.handle(sc, d.Data)
 	ok = true
 	return err
 }
@@ -563,8 +567,7 @@ func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err
 // settle acks m when err is nil, rejects it when err is permanent (unless
 // retry), and fails it otherwise.
 func (s *Service) settle(m pubsub.Message, md Metadata, err error, retry bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hctx), settleTimeout)
-	defer cancel()
+	ctx := s.settles.get()
 	var serr error
 	switch {
 	case err == nil:
