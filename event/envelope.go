@@ -307,27 +307,27 @@ func NewID() string {
 // the envelope invalid (Envelope.Validate): an empty id, a source that is
 // not a URI-reference, a time outside years 0-9999...
 func Encode(e Event, opts ...Option) ([]byte, error) {
-	env, err := newEnvelope(e, opts)
-	if err != nil {
+	var env Envelope // on the stack: newEnvelope applies the options to a copy
+	if err := newEnvelope(&env, e, opts); err != nil {
 		return nil, err
 	}
 	return env.appendJSON(make([]byte, 0, env.encodedLen())), nil
 }
 
-// newEnvelope builds the envelope of e.
-func newEnvelope(e Event, opts []Option) (*Envelope, error) {
+// newEnvelope sets *env to the envelope of e.
+func newEnvelope(env *Envelope, e Event, opts []Option) error {
 	if e == nil {
-		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
+		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
 	t, err := eventType(e)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return nil, fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
+		return fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
 	}
-	env := &Envelope{
+	*env = Envelope{
 		SpecVersion:     SpecVersion,
 		ID:              NewID(),
 		Source:          DefaultSource,
@@ -336,19 +336,31 @@ func newEnvelope(e Event, opts []Option) (*Envelope, error) {
 		DataContentType: ContentType,
 		Data:            data,
 	}
-	for _, o := range opts {
-		o(env)
+	if len(opts) == 0 {
+		return nil // valid: its type was checked, the rest is ours
 	}
-	if err := env.Type.Validate(); err != nil { // an option may have changed it
-		return nil, fmt.Errorf("event %q: %w", env.ID, err)
+	*env = withOptions(*env, opts)
+	if err := env.Type.Validate(); err != nil {
+		return fmt.Errorf("event %q: %w", env.ID, err)
 	}
 	// json.Marshal returns valid JSON: the data is checked again only if
 	// an option replaced it.
 	marshalled := len(env.Data) == len(data) && (len(data) == 0 || &env.Data[0] == &data[0])
 	if err := env.checkData(!marshalled); err != nil {
-		return nil, env.invalid(err)
+		return env.invalid(err)
 	}
-	return env, nil
+	return nil
+}
+
+// withOptions returns env with opts applied. The options get a copy of
+// their own, which escapes to the heap, so that env need not.
+func withOptions(env Envelope, opts []Option) Envelope {
+	p := new(Envelope)
+	*p = env
+	for _, o := range opts {
+		o(p)
+	}
+	return *p
 }
 
 // eventType calls e.Type, turning a panic (a nil pointer with a value
