@@ -25,11 +25,6 @@ import (
 // string, number or boolean (null means absent, as for every attribute).
 // Anything else wraps ErrMalformed with the reason.
 func Decode(data []byte) (Envelope, error) {
-	if !validJSON(data) {
-		var v json.RawMessage // for encoding/json's description of the error
-		err := json.Unmarshal(data, &v)
-		return Envelope{}, malformed("not a JSON CloudEvent: %v", err)
-	}
 	var env Envelope
 	var strs [attrDataSchema + 1][]byte // the string attributes' values, unquoted
 	var dataBase64 []byte
@@ -254,31 +249,69 @@ func unquote(v []byte) []byte {
 
 // members calls f with the name (unquoted, see unquote) and the value of
 // each member of the JSON object in b, in order, until f returns an error.
-// b is valid JSON; an error wrapping ErrMalformed says that it is not an
-// object.
+// It reads b once and validates all of it, as json.Valid does: when b is
+// not JSON, the error (wrapping ErrMalformed) says so as encoding/json
+// describes it, even if f failed on a member before; when b is JSON but
+// not an object, it says that; else it is f's error.
 func members(b []byte, f func(name, v []byte) error) error {
 	i := skipSpace(b, 0)
-	if b[i] != '{' {
+	if i >= len(b) || b[i] != '{' {
+		if !validJSON(b) {
+			return notJSON(b)
+		}
 		return malformed("not a JSON CloudEvent: %s, want an object", describeJSON(b[i:]))
 	}
-	i = skipSpace(b, i+1)
-	if b[i] == '}' {
-		return nil
+	var ferr error
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return tail(b, i+1, nil)
 	}
 	for {
-		end := skipValue(b, i) // the name, a string
-		name := unquote(b[i:end])
-		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
-		end = skipValue(b, i)
-		if err := f(name, b[i:end]); err != nil {
-			return err
+		if i >= len(b) || b[i] != '"' {
+			return notJSON(b)
 		}
-		i = skipSpace(b, end)
-		if b[i] == '}' {
-			return nil
+		end, ok := validString(b, i)
+		if !ok {
+			return notJSON(b)
 		}
-		i = skipSpace(b, i+1) // past the comma
+		name := b[i:end]
+		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return notJSON(b)
+		}
+		i = skipSpace(b, i+1)
+		if end, ok = validValue(b, i, 1); !ok {
+			return notJSON(b)
+		}
+		if ferr == nil {
+			ferr = f(unquote(name), b[i:end])
+		}
+		if i = skipSpace(b, end); i >= len(b) {
+			return notJSON(b)
+		}
+		switch b[i] {
+		case '}':
+			return tail(b, i+1, ferr)
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return notJSON(b)
+		}
 	}
+}
+
+// tail returns err if b ends with white space from i, else the error
+// saying that b is not JSON.
+func tail(b []byte, i int, err error) error {
+	if skipSpace(b, i) != len(b) {
+		return notJSON(b)
+	}
+	return err
+}
+
+// notJSON is the error of an event that is not JSON, b.
+func notJSON(b []byte) error {
+	var v json.RawMessage // for encoding/json's description of the error
+	err := json.Unmarshal(b, &v)
+	return malformed("not a JSON CloudEvent: %v", err)
 }
 
 // skipSpace returns the index of the first byte of b at or after i that
@@ -288,44 +321,6 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at
-// b[i]. b is valid JSON.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && bytes.IndexByte([]byte(",}] \t\r\n"), b[i]) < 0 { // a number, true, false or null
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the JSON string that starts at
-// b[i]. b is valid JSON.
-func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
 }
 
 // checkExtensionName reports whether name can name an extension
