@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -73,7 +74,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) erro
 	if err != nil {
 		return err
 	}
-	if err := d.topic.Enqueue(ctx, b); err != nil {
+	if o, ok := d.topic.(backend.OwnedEnqueuer); ok {
+		err = o.EnqueueOwned(ctx, b) // b is ours and goes no further
+	} else {
+		err = d.topic.Enqueue(ctx, b)
+	}
+	if err != nil {
 		return fmt.Errorf("event: dispatch %s: %w", e.Type(), err)
 	}
 	return nil
