@@ -307,15 +307,21 @@ func NewID() string {
 // the envelope invalid (Envelope.Validate): an empty id, a source that is
 // not a URI-reference, a time outside years 0-9999...
 func Encode(e Event, opts ...Option) ([]byte, error) {
+	return encode(e, DefaultSource, opts)
+}
+
+// encode is Encode with source instead of DefaultSource: a URI-reference
+// (checkURIRef), which options may replace.
+func encode(e Event, source string, opts []Option) ([]byte, error) {
 	var env Envelope // on the stack: newEnvelope applies the options to a copy
-	if err := newEnvelope(&env, e, opts); err != nil {
+	if err := newEnvelope(&env, e, source, opts); err != nil {
 		return nil, err
 	}
 	return env.appendJSON(make([]byte, 0, env.encodedLen())), nil
 }
 
-// newEnvelope sets *env to the envelope of e.
-func newEnvelope(env *Envelope, e Event, opts []Option) error {
+// newEnvelope sets *env to the envelope of e from source, a URI-reference.
+func newEnvelope(env *Envelope, e Event, source string, opts []Option) error {
 	if e == nil {
 		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
@@ -330,14 +336,14 @@ func newEnvelope(env *Envelope, e Event, opts []Option) error {
 	*env = Envelope{
 		SpecVersion:     SpecVersion,
 		ID:              NewID(),
-		Source:          DefaultSource,
+		Source:          source,
 		Type:            t,
 		Time:            time.Now().UTC(),
 		DataContentType: ContentType,
 		Data:            data,
 	}
 	if len(opts) == 0 {
-		return nil // valid: its type was checked, the rest is ours
+		return nil // valid: its type was checked, its source is one, the rest is ours
 	}
 	*env = withOptions(*env, opts)
 	if err := env.Type.Validate(); err != nil {
