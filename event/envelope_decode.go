@@ -269,11 +269,14 @@ func members(b []byte, f func(name, v []byte) error) error {
 		if i >= len(b) || b[i] != '"' {
 			return notJSON(b)
 		}
-		end, ok := validString(b, i)
+		end, plain, ok := scanString(b, i)
 		if !ok {
 			return notJSON(b)
 		}
-		name := b[i:end]
+		name := b[i+1 : end-1]
+		if !plain {
+			name = unquote(b[i:end])
+		}
 		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
 			return notJSON(b)
 		}
@@ -282,7 +285,7 @@ func members(b []byte, f func(name, v []byte) error) error {
 			return notJSON(b)
 		}
 		if ferr == nil {
-			ferr = f(unquote(name), b[i:end])
+			ferr = f(name, b[i:end])
 		}
 		if i = skipSpace(b, end); i >= len(b) {
 			return notJSON(b)

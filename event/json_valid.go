@@ -106,29 +106,40 @@ func validArray(b []byte, i, depth int) (int, bool) {
 // validString validates the string at b[i] (b[i] is '"'): no control
 // characters, only the escapes JSON defines.
 func validString(b []byte, i int) (int, bool) {
+	end, _, ok := scanString(b, i)
+	return end, ok
+}
+
+// scanString is validString that also reports whether the string is plain:
+// ASCII without escapes, its bytes between the quotes its value.
+func scanString(b []byte, i int) (end int, plain, ok bool) {
+	plain = true
 	for i++; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1, true
+			return i + 1, plain, true
 		case c < 0x20:
-			return i, false
+			return i, false, false
+		case c >= 0x80:
+			plain = false
 		case c == '\\':
+			plain = false
 			if i++; i >= len(b) {
-				return i, false
+				return i, false, false
 			}
 			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if len(b)-i <= 4 || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, false
+					return i, false, false
 				}
 				i += 4
 			default:
-				return i, false
+				return i, false, false
 			}
 		}
 	}
-	return i, false
+	return i, false, false
 }
 
 // validNumber validates the number at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
