@@ -539,7 +539,8 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 	if len(ls) == 0 {
 		return Permanent(fmt.Errorf("%w: %q on topic %q (event %s)", ErrUnknownType, d.Type, s.topicName, d.ID))
 	}
-	for _, l := range ls {
+	for i := range ls {
+		l := &ls[i]
 		if err := s.callListener(ctx, l, d); err != nil {
 			return fmt.Errorf("event: listener %s of %s %s: %w", l.name, d.Type, d.ID, err)
 		}
@@ -550,8 +551,8 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 // callListener runs l on d with a ctx in which it can Claim. When l fails
 // or panics, the claims it made outside a transaction are released, so
 // that the redelivery claims anew.
-func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err error) {
-	sc := &claimScope{Context: ctx, topic: s.topic, service: s.desc, listener: l.inboxName, eventID: d.ID}
+func (s *Service) callListener(ctx context.Context, l *listener, d Delivery) (err error) {
+	sc := &claimScope{Context: ctx, svc: s, l: l, eventID: d.ID}
 	ok := false
 	defer func() {
 		if rerr := sc.end(s.hctx, !ok || err != nil); rerr != nil {
