@@ -533,7 +533,9 @@ func (s *Service) call(ctx context.Context, d Delivery) (err error) {
 func (s *Service) route(ctx context.Context, d Delivery) error {
 	ls := s.listeners[d.Type]
 	if len(ls) == 0 && s.opts.SkipUnknown {
-		s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+		if s.log.Enabled(ctx, slog.LevelDebug) { // else the attributes would be built for nothing
+			s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+		}
 		return nil
 	}
 	if len(ls) == 0 {
