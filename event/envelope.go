@@ -196,13 +196,27 @@ func (e *Envelope) appendJSON(b []byte) []byte {
 }
 
 // encodedLen is the length of the wire form of e when none of its strings
-// needs escaping: enough for appendJSON to allocate once.
+// needs escaping: enough for appendJSON to allocate once, and no more.
 func (e *Envelope) encodedLen() int {
-	const fixed = 160 // the names, quotes and punctuation of every attribute, and the longest time
-	n := fixed + len(e.SpecVersion) + len(e.ID) + len(e.Source) + len(e.Type) + len(e.Subject) +
-		len(e.DataContentType) + len(e.DataSchema) + len(e.Data)
+	n := len(`{"specversion":"","id":"","source":"","type":""}`) +
+		len(e.SpecVersion) + len(e.ID) + len(e.Source) + len(e.Type)
+	if e.Subject != "" {
+		n += len(`,"subject":""`) + len(e.Subject)
+	}
+	if !e.Time.IsZero() {
+		n += len(`,"time":""`) + len(time.RFC3339Nano) // the layout is as long as the longest time
+	}
+	if e.DataContentType != "" {
+		n += len(`,"datacontenttype":""`) + len(e.DataContentType)
+	}
+	if e.DataSchema != "" {
+		n += len(`,"dataschema":""`) + len(e.DataSchema)
+	}
 	for name, v := range e.Extensions {
 		n += len(`,"":`) + len(name) + len(v)
+	}
+	if len(e.Data) > 0 {
+		n += len(`,"data":`) + len(e.Data)
 	}
 	return n
 }
