@@ -72,8 +72,18 @@ func newQueue(ps *PubSub, topic, sub string) *queue {
 	return q
 }
 
+// newEntry returns a new entry holding a copy of data.
 func (q *queue) newEntry(data []byte) *entry {
-	return &entry{q: q, id: q.ps.nextID.Add(1), data: append([]byte{}, data...)}
+	return q.keepEntry(append([]byte{}, data...))
+}
+
+// keepEntry returns a new entry holding data itself, which nobody else
+// writes.
+func (q *queue) keepEntry(data []byte) *entry {
+	if data == nil {
+		data = []byte{} // as a copy of nil is
+	}
+	return &entry{q: q, id: q.ps.nextID.Add(1), data: data}
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
@@ -172,11 +182,11 @@ var errStopped = errors.New("stopped")
 // errGone says the queue's subscription was deleted while a call waited.
 var errGone = errors.New("subscription deleted")
 
-// enqueue adds data, ready at at (zero: now), waiting for room while the
-// queue is full. A non-empty key is unique among the messages the queue
+// enqueue adds data (itself if owned, else a copy), ready at at (zero:
+// now), waiting for room while the queue is full. A non-empty key is unique among the messages the queue
 // keeps: a message under a taken key is not added and errDuplicate is
 // returned. A copy for a subscription deleted meanwhile goes with it.
-func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
+func (q *queue) enqueue(ctx context.Context, data []byte, owned bool, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
 	if q.batchRest.Load() > 0 {
 		// A batch is still going in: wait behind it, so that a producer's
 		// messages keep their order.
@@ -194,7 +204,12 @@ func (q *queue) enqueue(ctx context.Context, data []byte, at time.Time, key stri
 			return nil
 		}
 	}
-	e := q.newEntry(data)
+	var e *entry
+	if owned {
+		e = q.keepEntry(data)
+	} else {
+		e = q.newEntry(data)
+	}
 	if key != "" {
 		if !q.claimKey(key, e) {
 			return errDuplicate

@@ -22,19 +22,30 @@ type topic struct {
 	h     backend.Handle
 }
 
-var _ backend.Topic = (*topic)(nil)
+var (
+	_ backend.Topic         = (*topic)(nil)
+	_ backend.OwnedEnqueuer = (*topic)(nil)
+)
 
 // Enqueue publishes a copy of data to every subscription of the topic (see
 // the package documentation). While a subscription is full it blocks until
 // there is room or ctx ends.
 func (t *topic) Enqueue(ctx context.Context, data []byte) error {
-	_, err := t.publish(ctx, data, time.Time{}, "")
+	_, err := t.publish(ctx, data, false, time.Time{}, "")
+	return err
+}
+
+// EnqueueOwned is Enqueue of data handed over by the caller, who never
+// writes it again: a topic with one subscription keeps data itself instead
+// of a copy (see backend.OwnedEnqueuer).
+func (t *topic) EnqueueOwned(ctx context.Context, data []byte) error {
+	_, err := t.publish(ctx, data, true, time.Time{}, "")
 	return err
 }
 
 // EnqueueAt publishes a copy of data, to be delivered no earlier than at.
 func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	_, err := t.publish(ctx, data, at, "")
+	_, err := t.publish(ctx, data, false, at, "")
 	return err
 }
 
@@ -81,13 +92,14 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if err := pubsub.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("channelpubsub: unique enqueue on topic %q: %w", t.ts.name, err)
 	}
-	return t.publish(ctx, data, time.Time{}, key)
+	return t.publish(ctx, data, false, time.Time{}, key)
 }
 
 // publish adds a copy of data, ready at at (zero: now), to every queue the
 // topic publishes to now; under a non-empty key, only to those keeping no
-// message with key. It reports whether a copy was added.
-func (t *topic) publish(ctx context.Context, data []byte, at time.Time, key string) (bool, error) {
+// message with key. It reports whether a copy was added. owned says that
+// the caller hands data over: a single queue keeps it, uncopied.
+func (t *topic) publish(ctx context.Context, data []byte, owned bool, at time.Time, key string) (bool, error) {
 	if err := t.check(); err != nil {
 		return false, err
 	}
@@ -103,7 +115,7 @@ func (t *topic) publish(ctx context.Context, data []byte, at time.Time, key stri
 	}
 	qs := *ts.targets.Load()
 	if len(qs) == 1 {
-		switch err := qs[0].enqueue(ctx, data, at, key, t.h.Closed()); {
+		switch err := qs[0].enqueue(ctx, data, owned, at, key, t.h.Closed()); {
 		case errors.Is(err, errDuplicate):
 			return false, nil
 		case errors.Is(err, errStopped):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -207,5 +208,67 @@ func TestBatchIsAllOrNone(t *testing.T) {
 	}
 	if st, _ := pubsub.TopicStats(ctx, tp); st != (pubsub.Stats{}) {
 		t.Fatalf("after draining: %+v, want nothing left from the refused batch", st)
+	}
+}
+
+// TestEnqueueOwned checks that a topic with one subscription keeps the
+// data handed over by EnqueueOwned itself, that Enqueue still keeps a
+// copy, and that several subscriptions get a copy each.
+func TestEnqueueOwned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ps := channelpubsub.New()
+	t.Cleanup(func() { _ = ps.Close() })
+
+	tp := ps.Topic("owned")
+	o, ok := tp.(backend.OwnedEnqueuer)
+	if !ok {
+		t.Fatalf("%T is no backend.OwnedEnqueuer", tp)
+	}
+	owned, copied := []byte("handed over"), []byte("copied")
+	if err := o.EnqueueOwned(ctx, owned); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Enqueue(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	copied[0] = 'X' // Enqueue's caller may reuse its data
+	m, err := tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.Data(); len(d) == 0 || &d[0] != &owned[0] {
+		t.Errorf("the delivery of EnqueueOwned holds %q at %p, want the data handed over, at %p", d, d, owned)
+	}
+	if m, err = tp.Dequeue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := string(m.Data()); d != "copied" {
+		t.Errorf("the delivery of Enqueue holds %q, want %q", d, "copied")
+	}
+
+	a, err := ps.Subscribe(ctx, "fanned", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ps.Subscribe(ctx, "fanned", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("fanned out")
+	if err := a.(backend.OwnedEnqueuer).EnqueueOwned(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	ma, err := a.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, db := ma.Data(), mb.Data()
+	if string(da) != "fanned out" || string(db) != "fanned out" || &da[0] == &db[0] {
+		t.Errorf("two subscriptions hold %q at %p and %q at %p, want a copy each", da, da, db, db)
 	}
 }

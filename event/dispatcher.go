@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -51,21 +52,23 @@ func NewDispatcher(topic pubsub.Topic, opts DispatcherOptions) Dispatcher {
 	if opts.Source == "" {
 		opts.Source = DefaultSource
 	}
-	return &dispatcher{topic: topic, source: opts.Source}
+	return &dispatcher{topic: topic, source: opts.Source, validSource: checkURIRef(opts.Source) == nil}
 }
 
 type dispatcher struct {
-	topic  pubsub.Topic
-	source string
+	topic       pubsub.Topic
+	source      string
+	validSource bool // source is a URI-reference, checked once
 }
 
 var _ Dispatcher = (*dispatcher)(nil)
 
 func (d *dispatcher) encode(e Event, opts []Option) ([]byte, error) {
-	if d.source != DefaultSource {
-		opts = append([]Option{WithSource(d.source)}, opts...)
+	if !d.validSource {
+		// Each event fails as WithSource(d.source) makes it fail.
+		return Encode(e, append([]Option{WithSource(d.source)}, opts...)...)
 	}
-	return Encode(e, opts...)
+	return encode(e, d.source, opts)
 }
 
 func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) error {
@@ -73,7 +76,12 @@ func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) erro
 	if err != nil {
 		return err
 	}
-	if err := d.topic.Enqueue(ctx, b); err != nil {
+	if o, ok := d.topic.(backend.OwnedEnqueuer); ok {
+		err = o.EnqueueOwned(ctx, b) // b is ours and goes no further
+	} else {
+		err = d.topic.Enqueue(ctx, b)
+	}
+	if err != nil {
 		return fmt.Errorf("event: dispatch %s: %w", e.Type(), err)
 	}
 	return nil

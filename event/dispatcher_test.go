@@ -126,6 +126,19 @@ func TestDispatcherSource(t *testing.T) {
 	if got[0].Source != "/shop" || got[1].Source != "/override" {
 		t.Errorf("sources %q, %q", got[0].Source, got[1].Source)
 	}
+
+	// A source that is no URI-reference fails every event, unless an
+	// option replaces it.
+	bad := event.NewDispatcher(topicOf(t, ctx, "orders"), event.DispatcherOptions{Source: "not a uri"})
+	if err := bad.Dispatch(ctx, OrderPlaced{}); !errors.Is(err, event.ErrInvalidEvent) || !strings.Contains(err.Error(), "not a uri") {
+		t.Errorf("Dispatch with source %q = %v, want ErrInvalidEvent naming it", "not a uri", err)
+	}
+	if err := bad.Dispatch(ctx, OrderPlaced{}, event.WithSource("/fixed")); err != nil {
+		t.Errorf("Dispatch with WithSource over a bad source: %v", err)
+	}
+	if got := receive(t, ctx, topicOf(t, ctx, "orders"), 1); got[0].Source != "/fixed" {
+		t.Errorf("source %q, want /fixed", got[0].Source)
+	}
 }
 
 // TestRolledBackTransaction dispatches events in the caller's own

@@ -72,7 +72,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		}
 		e.Data = data.Bytes()
 	}
-	return e.appendJSON(nil), nil
+	return e.appendJSON(make([]byte, 0, e.encodedLen())), nil
 }
 
 // UnmarshalJSON reads e from the wire form, as Decode does.
@@ -100,17 +100,23 @@ func (e *Envelope) Validate() error {
 		}
 		return fmt.Errorf("event %q: %w", e.ID, err)
 	}
-	if err := e.check(); err != nil {
-		if e.ID == "" {
-			return fmt.Errorf("%w: %s: %v", ErrInvalidEvent, e.Type, err)
-		}
-		return fmt.Errorf("%w: %s %q: %v", ErrInvalidEvent, e.Type, e.ID, err)
+	if err := e.checkData(true); err != nil {
+		return e.invalid(err)
 	}
 	return nil
 }
 
-// check reports what makes e not a valid event, but its type.
-func (e *Envelope) check() error {
+// invalid wraps ErrInvalidEvent around err, what makes e invalid.
+func (e *Envelope) invalid(err error) error {
+	if e.ID == "" {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidEvent, e.Type, err)
+	}
+	return fmt.Errorf("%w: %s %q: %v", ErrInvalidEvent, e.Type, e.ID, err)
+}
+
+// checkData reports what makes e not a valid event, but its type; it
+// checks that e.Data is JSON only if data.
+func (e *Envelope) checkData(data bool) error {
 	switch {
 	case e.SpecVersion != SpecVersion:
 		return fmt.Errorf("specversion %q, want %q", e.SpecVersion, SpecVersion)
@@ -122,7 +128,7 @@ func (e *Envelope) check() error {
 		return fmt.Errorf("time %v is outside years 0-9999", e.Time)
 	case !isJSONContentType(e.DataContentType):
 		return fmt.Errorf("datacontenttype %q is not JSON", e.DataContentType)
-	case len(e.Data) > 0 && !json.Valid(e.Data):
+	case data && len(e.Data) > 0 && !validJSON(e.Data):
 		return errors.New("data is not valid JSON")
 	}
 	if err := checkURIRef(e.Source); err != nil {
@@ -187,6 +193,32 @@ func (e *Envelope) appendJSON(b []byte) []byte {
 		b = append(b, e.Data...)
 	}
 	return append(b, '}')
+}
+
+// encodedLen is the length of the wire form of e when none of its strings
+// needs escaping: enough for appendJSON to allocate once, and no more.
+func (e *Envelope) encodedLen() int {
+	n := len(`{"specversion":"","id":"","source":"","type":""}`) +
+		len(e.SpecVersion) + len(e.ID) + len(e.Source) + len(e.Type)
+	if e.Subject != "" {
+		n += len(`,"subject":""`) + len(e.Subject)
+	}
+	if !e.Time.IsZero() {
+		n += len(`,"time":""`) + len(time.RFC3339Nano) // the layout is as long as the longest time
+	}
+	if e.DataContentType != "" {
+		n += len(`,"datacontenttype":""`) + len(e.DataContentType)
+	}
+	if e.DataSchema != "" {
+		n += len(`,"dataschema":""`) + len(e.DataSchema)
+	}
+	for name, v := range e.Extensions {
+		n += len(`,"":`) + len(name) + len(v)
+	}
+	if len(e.Data) > 0 {
+		n += len(`,"data":`) + len(e.Data)
+	}
+	return n
 }
 
 // appendString appends s as a JSON string, as encoding/json writes it
@@ -289,42 +321,66 @@ func NewID() string {
 // the envelope invalid (Envelope.Validate): an empty id, a source that is
 // not a URI-reference, a time outside years 0-9999...
 func Encode(e Event, opts ...Option) ([]byte, error) {
-	env, err := newEnvelope(e, opts)
-	if err != nil {
-		return nil, err
-	}
-	return env.appendJSON(make([]byte, 0, 192+len(env.Data))), nil
+	return encode(e, DefaultSource, opts)
 }
 
-// newEnvelope builds the envelope of e.
-func newEnvelope(e Event, opts []Option) (*Envelope, error) {
+// encode is Encode with source instead of DefaultSource: a URI-reference
+// (checkURIRef), which options may replace.
+func encode(e Event, source string, opts []Option) ([]byte, error) {
+	var env Envelope // on the stack: newEnvelope applies the options to a copy
+	if err := newEnvelope(&env, e, source, opts); err != nil {
+		return nil, err
+	}
+	return env.appendJSON(make([]byte, 0, env.encodedLen())), nil
+}
+
+// newEnvelope sets *env to the envelope of e from source, a URI-reference.
+func newEnvelope(env *Envelope, e Event, source string, opts []Option) error {
 	if e == nil {
-		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
+		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
 	t, err := eventType(e)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return nil, fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
+		return fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
 	}
-	env := &Envelope{
+	*env = Envelope{
 		SpecVersion:     SpecVersion,
 		ID:              NewID(),
-		Source:          DefaultSource,
+		Source:          source,
 		Type:            t,
 		Time:            time.Now().UTC(),
 		DataContentType: ContentType,
 		Data:            data,
 	}
+	if len(opts) == 0 {
+		return nil // valid: its type was checked, its source is one, the rest is ours
+	}
+	*env = withOptions(*env, opts)
+	if err := env.Type.Validate(); err != nil {
+		return fmt.Errorf("event %q: %w", env.ID, err)
+	}
+	// json.Marshal returns valid JSON: the data is checked again only if
+	// an option replaced it.
+	marshalled := len(env.Data) == len(data) && (len(data) == 0 || &env.Data[0] == &data[0])
+	if err := env.checkData(!marshalled); err != nil {
+		return env.invalid(err)
+	}
+	return nil
+}
+
+// withOptions returns env with opts applied. The options get a copy of
+// their own, which escapes to the heap, so that env need not.
+func withOptions(env Envelope, opts []Option) Envelope {
+	p := new(Envelope)
+	*p = env
 	for _, o := range opts {
-		o(env)
+		o(p)
 	}
-	if err := env.Validate(); err != nil {
-		return nil, err
-	}
-	return env, nil
+	return *p
 }
 
 // eventType calls e.Type, turning a panic (a nil pointer with a value
@@ -364,11 +420,33 @@ type metaKey struct{}
 // Meta returns the metadata of the event being handled, from the ctx a
 // Service passes to listeners and middleware. ok is false for any other ctx.
 func Meta(ctx context.Context) (m Metadata, ok bool) {
-	m, ok = ctx.Value(metaKey{}).(Metadata)
-	return m, ok
+	p, ok := ctx.Value(metaKey{}).(*Metadata)
+	if !ok {
+		return Metadata{}, false
+	}
+	return *p, true
 }
 
 // withMeta returns ctx carrying m.
 func withMeta(ctx context.Context, m Metadata) context.Context {
-	return context.WithValue(ctx, metaKey{}, m)
+	return &metaCtx{Context: ctx, md: m}
+}
+
+// metaCtx is a context carrying a delivery's metadata: what
+// context.WithValue does, in one allocation instead of two (the Metadata
+// boxed, and the context).
+type metaCtx struct {
+	context.Context
+	md Metadata
+}
+
+func (c *metaCtx) Value(key any) any {
+	if _, ok := key.(metaKey); ok {
+		return &c.md // Meta copies it: nobody can change it
+	}
+	return c.Context.Value(key)
+}
+
+func (c *metaCtx) String() string {
+	return fmt.Sprintf("%v.WithValue(event.metaKey, %s)", c.Context, c.md.ID)
 }

@@ -25,73 +25,53 @@ import (
 // string, number or boolean (null means absent, as for every attribute).
 // Anything else wraps ErrMalformed with the reason.
 func Decode(data []byte) (Envelope, error) {
-	if !json.Valid(data) {
-		var v json.RawMessage // for encoding/json's description of the error
-		err := json.Unmarshal(data, &v)
-		return Envelope{}, malformed("not a JSON CloudEvent: %v", err)
-	}
 	var env Envelope
-	var dataBase64 *string
-	var extErr error // the first bad extension, reported with specversion: JSON of another kind is told as such first
-	seen := make(map[string]struct{}, 10)
-	err := members(data, func(name string, v []byte) error {
-		if _, dup := seen[name]; dup {
+	var strs [attrDataSchema + 1][]byte // the string attributes' values, unquoted
+	var dataBase64 []byte
+	var seen uint16                 // the attributes met, a bit each
+	var seenExt map[string]struct{} // the other members met, made for the first
+	var extErr error                // the first bad extension, reported with specversion: JSON of another kind is told as such first
+	err := members(data, func(name, v []byte) error {
+		a := attrIndex(name)
+		if a < 0 {
+			n := string(name)
+			if _, dup := seenExt[n]; dup {
+				return malformed("member %q appears more than once", n)
+			}
+			if seenExt == nil {
+				seenExt = make(map[string]struct{})
+			}
+			seenExt[n] = struct{}{}
+			return extension(&env, n, v, &extErr)
+		}
+		if seen&(1<<a) != 0 {
 			return malformed("member %q appears more than once", name)
 		}
-		seen[name] = struct{}{}
-		if name == "data" {
+		seen |= 1 << a
+		if a == attrData {
 			env.Data = bytes.Clone(v) // "null" included: an explicit null is not absent data
-			return nil
-		}
-		if !isAttribute(name) && name != "data_base64" {
-			if err := checkExtensionName(name); err != nil {
-				extErr = cmp.Or(extErr, err)
-				return nil
-			}
-			if string(v) == "null" {
-				return nil // absent
-			}
-			if err := checkExtensionValue(name, v); err != nil {
-				extErr = cmp.Or(extErr, err)
-				return nil
-			}
-			if env.Extensions == nil {
-				env.Extensions = make(map[string]json.RawMessage)
-			}
-			env.Extensions[name] = bytes.Clone(v)
 			return nil
 		}
 		s, ok, err := stringMember(name, v)
 		if err != nil || !ok { // !ok: null, absent
 			return err
 		}
-		switch name {
-		case "specversion":
-			env.SpecVersion = s
-		case "id":
-			env.ID = s
-		case "source":
-			env.Source = s
-		case "type":
-			env.Type = EventType(s)
-		case "subject":
-			env.Subject = s
-		case "time":
-			if err := env.Time.UnmarshalText([]byte(s)); err != nil {
+		switch a {
+		case attrTime:
+			if err := env.Time.UnmarshalText(s); err != nil {
 				return malformed("time %q is not an RFC 3339 timestamp", s)
 			}
-		case "datacontenttype":
-			env.DataContentType = s
-		case "dataschema":
-			env.DataSchema = s
-		case "data_base64":
-			dataBase64 = &s
+		case attrDataBase64:
+			dataBase64 = s
+		default:
+			strs[a] = s
 		}
 		return nil
 	})
 	if err != nil {
 		return Envelope{}, err
 	}
+	setStrings(&env, &strs)
 
 	switch {
 	case env.SpecVersion != SpecVersion && extErr != nil:
@@ -122,18 +102,114 @@ func Decode(data []byte) (Envelope, error) {
 		if env.Data != nil {
 			return Envelope{}, malformed("event %s: both data and data_base64", env.ID)
 		}
-		b, err := base64.StdEncoding.DecodeString(*dataBase64)
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(dataBase64)))
+		n, err := base64.StdEncoding.Decode(b, dataBase64)
 		if err != nil {
 			return Envelope{}, malformed("event %s: data_base64 is not base64: %v", env.ID, err)
 		}
-		if len(b) > 0 { // no bytes: no data
-			if !json.Valid(b) {
+		if b = b[:n]; len(b) > 0 { // no bytes: no data
+			if !validJSON(b) {
 				return Envelope{}, malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
 			}
 			env.Data = b
 		}
 	}
 	return env, nil
+}
+
+// The members of the JSON format that Decode reads itself, by their bit
+// in its set of members met. The string attributes come first.
+const (
+	attrSpecVersion = iota
+	attrID
+	attrSource
+	attrType
+	attrSubject
+	attrDataContentType
+	attrDataSchema
+	attrTime
+	attrData
+	attrDataBase64
+)
+
+// attrIndex returns the index of the member name among those Decode reads
+// itself, -1 for an extension.
+func attrIndex(name []byte) int {
+	switch string(name) {
+	case "specversion":
+		return attrSpecVersion
+	case "id":
+		return attrID
+	case "source":
+		return attrSource
+	case "type":
+		return attrType
+	case "subject":
+		return attrSubject
+	case "datacontenttype":
+		return attrDataContentType
+	case "dataschema":
+		return attrDataSchema
+	case "time":
+		return attrTime
+	case "data":
+		return attrData
+	case "data_base64":
+		return attrDataBase64
+	}
+	return -1
+}
+
+// setStrings sets the string attributes of env from their unquoted
+// values, all held by one new string.
+func setStrings(env *Envelope, strs *[attrDataSchema + 1][]byte) {
+	var sb strings.Builder
+	n := 0
+	for _, s := range strs {
+		n += len(s)
+	}
+	sb.Grow(n)
+	var ends [len(strs)]int
+	for i, s := range strs {
+		sb.Write(s)
+		ends[i] = sb.Len()
+	}
+	all := sb.String()
+	field := func(i int) string {
+		if i == 0 {
+			return all[:ends[0]]
+		}
+		return all[ends[i-1]:ends[i]]
+	}
+	env.SpecVersion = field(attrSpecVersion)
+	env.ID = field(attrID)
+	env.Source = field(attrSource)
+	env.Type = EventType(field(attrType))
+	env.Subject = field(attrSubject)
+	env.DataContentType = field(attrDataContentType)
+	env.DataSchema = field(attrDataSchema)
+}
+
+// extension reads the member name of value v, which is no CloudEvents
+// attribute of the JSON format, into env.Extensions; a bad one is kept in
+// *extErr, unless one was before.
+func extension(env *Envelope, name string, v []byte, extErr *error) error {
+	if err := checkExtensionName(name); err != nil {
+		*extErr = cmp.Or(*extErr, err)
+		return nil
+	}
+	if string(v) == "null" {
+		return nil // absent
+	}
+	if err := checkExtensionValue(name, v); err != nil {
+		*extErr = cmp.Or(*extErr, err)
+		return nil
+	}
+	if env.Extensions == nil {
+		env.Extensions = make(map[string]json.RawMessage)
+	}
+	env.Extensions[name] = bytes.Clone(v)
+	return nil
 }
 
 // isAttribute reports whether name is a CloudEvents 1.0 context attribute
@@ -146,55 +222,99 @@ func isAttribute(name string) bool {
 	return false
 }
 
-// stringMember returns the string value v of the member name, ok false for
-// null. v is valid JSON.
-func stringMember(name string, v []byte) (s string, ok bool, err error) {
+// stringMember returns the string value v of the member name, unquoted,
+// ok false for null. v is valid JSON.
+func stringMember(name, v []byte) (s []byte, ok bool, err error) {
 	if string(v) == "null" {
-		return "", false, nil
+		return nil, false, nil
 	}
 	if v[0] != '"' {
-		return "", false, malformed("%s is %s, want a string", name, describeJSON(v))
+		return nil, false, malformed("%s is %s, want a string", name, describeJSON(v))
 	}
 	return unquote(v), true, nil
 }
 
-// unquote returns the JSON string v (valid JSON) as encoding/json reads it.
-func unquote(v []byte) string {
+// unquote returns the JSON string v (valid JSON) as encoding/json reads
+// it: the bytes between its quotes when they hold no escape and are valid
+// UTF-8, else new bytes.
+func unquote(v []byte) []byte {
 	in := v[1 : len(v)-1]
 	if bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
-		return string(in)
+		return in
 	}
 	var s string
 	_ = json.Unmarshal(v, &s) // cannot fail: v is a valid JSON string
-	return s
+	return []byte(s)
 }
 
-// members calls f with the name and the value of each member of the JSON
-// object in b, in order, until f returns an error. b is valid JSON; an
-// error wrapping ErrMalformed says that it is not an object.
-func members(b []byte, f func(name string, v []byte) error) error {
+// members calls f with the name (unquoted, see unquote) and the value of
+// each member of the JSON object in b, in order, until f returns an error.
+// It reads b once and validates all of it, as json.Valid does: when b is
+// not JSON, the error (wrapping ErrMalformed) says so as encoding/json
+// describes it, even if f failed on a member before; when b is JSON but
+// not an object, it says that; else it is f's error.
+func members(b []byte, f func(name, v []byte) error) error {
 	i := skipSpace(b, 0)
-	if b[i] != '{' {
+	if i >= len(b) || b[i] != '{' {
+		if !validJSON(b) {
+			return notJSON(b)
+		}
 		return malformed("not a JSON CloudEvent: %s, want an object", describeJSON(b[i:]))
 	}
-	i = skipSpace(b, i+1)
-	if b[i] == '}' {
-		return nil
+	var ferr error
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		return tail(b, i+1, nil)
 	}
 	for {
-		end := skipValue(b, i) // the name, a string
-		name := unquote(b[i:end])
-		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
-		end = skipValue(b, i)
-		if err := f(name, b[i:end]); err != nil {
-			return err
+		if i >= len(b) || b[i] != '"' {
+			return notJSON(b)
 		}
-		i = skipSpace(b, end)
-		if b[i] == '}' {
-			return nil
+		end, plain, ok := scanString(b, i)
+		if !ok {
+			return notJSON(b)
 		}
-		i = skipSpace(b, i+1) // past the comma
+		name := b[i+1 : end-1]
+		if !plain {
+			name = unquote(b[i:end])
+		}
+		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return notJSON(b)
+		}
+		i = skipSpace(b, i+1)
+		if end, ok = validValue(b, i, 1); !ok {
+			return notJSON(b)
+		}
+		if ferr == nil {
+			ferr = f(name, b[i:end])
+		}
+		if i = skipSpace(b, end); i >= len(b) {
+			return notJSON(b)
+		}
+		switch b[i] {
+		case '}':
+			return tail(b, i+1, ferr)
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return notJSON(b)
+		}
 	}
+}
+
+// tail returns err if b ends with white space from i, else the error
+// saying that b is not JSON.
+func tail(b []byte, i int, err error) error {
+	if skipSpace(b, i) != len(b) {
+		return notJSON(b)
+	}
+	return err
+}
+
+// notJSON is the error of an event that is not JSON, b.
+func notJSON(b []byte) error {
+	var v json.RawMessage // for encoding/json's description of the error
+	err := json.Unmarshal(b, &v)
+	return malformed("not a JSON CloudEvent: %v", err)
 }
 
 // skipSpace returns the index of the first byte of b at or after i that
@@ -204,44 +324,6 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at
-// b[i]. b is valid JSON.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && bytes.IndexByte([]byte(",}] \t\r\n"), b[i]) < 0 { // a number, true, false or null
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the JSON string that starts at
-// b[i]. b is valid JSON.
-func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
 }
 
 // checkExtensionName reports whether name can name an extension
@@ -290,19 +372,26 @@ func checkExtensionValue(name string, v json.RawMessage) error {
 // 4.1): a character that a URI cannot hold, a % not followed by two hex
 // digits, brackets outside an IP literal host, or what net/url refuses.
 func checkURIRef(s string) error {
+	plain := true // no character with a meaning to net/url: % : ? # [ ]
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			strings.IndexByte("-._~/@!$&'()*+,;=", c) >= 0:
 		case c == '%':
+			plain = false
 			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 				return fmt.Errorf("%q is not a URI-reference: %% not followed by two hex digits", s)
 			}
 			i += 2
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0:
+		case strings.IndexByte(":?#[]", c) >= 0:
+			plain = false
 		default:
 			return fmt.Errorf("%q is not a URI-reference: character %q must be percent-encoded", s, rune(c))
 		}
+	}
+	if plain && !strings.HasPrefix(s, "//") {
+		return nil // a relative path, such as "conveyor" or "/orders": no scheme, no authority, nothing to unescape
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -341,7 +430,7 @@ func isHex(c byte) bool {
 // (JSON by default in the structured format), application/json, text/json,
 // or a +json type, with any parameters.
 func isJSONContentType(ct string) bool {
-	if ct == "" {
+	if ct == "" || ct == ContentType {
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(ct)

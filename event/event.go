@@ -38,6 +38,8 @@ func (t EventType) Validate() error {
 		return fmt.Errorf("%w: empty event type", ErrInvalidEvent)
 	case len(t) > MaxTypeLen:
 		return fmt.Errorf("%w: event type of %d bytes, the limit is %d", ErrInvalidEvent, len(t), MaxTypeLen)
+	case printableASCII(string(t)):
+		return nil
 	case !utf8.ValidString(string(t)):
 		return fmt.Errorf("%w: event type %q is not valid UTF-8", ErrInvalidEvent, string(t))
 	}
@@ -47,6 +49,17 @@ func (t EventType) Validate() error {
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether s is ASCII with no control character or
+// space: the event types of nearly every app, checked without decoding runes.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // TypeOf returns the EventType of the Go type E, calling Type on its zero

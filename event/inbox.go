@@ -54,10 +54,10 @@ func Claim(ctx context.Context, tx any) (first bool, err error) {
 	if err := sc.add(nil); err != nil { // the listener has returned: claim nothing
 		return false, err
 	}
-	key := sc.listener + "/" + sc.eventID
-	first, release, err := pubsub.Claim(pubsub.WithTx(ctx, tx), sc.topic, key)
+	key := sc.l.inboxName + "/" + sc.eventID
+	first, release, err := pubsub.Claim(pubsub.WithTx(ctx, tx), sc.svc.topic, key)
 	if err != nil {
-		return false, fmt.Errorf("event: claim %q on the %s: %w", key, sc.service, err)
+		return false, fmt.Errorf("event: claim %q on the %s: %w", key, sc.svc.desc, err)
 	}
 	if !first {
 		release = nil // nothing of this call to forget
@@ -67,23 +67,37 @@ func Claim(ctx context.Context, tx any) (first bool, err error) {
 		if release != nil {
 			err = errors.Join(err, release(context.WithoutCancel(ctx)))
 		}
-		return false, fmt.Errorf("event: claim %q on the %s: %w", key, sc.service, err)
+		return false, fmt.Errorf("event: claim %q on the %s: %w", key, sc.svc.desc, err)
 	}
 	return first, nil
 }
 
 type claimKey struct{}
 
-// claimScope is the Claim context of one listener handling one delivery.
+// claimScope is the Claim context of one listener handling one delivery,
+// and the ctx the listener gets: its parent with the scope as the value of
+// claimKey (context.WithValue's two allocations in one).
 type claimScope struct {
-	topic    pubsub.Topic
-	service  string // the Service's desc, for errors
-	listener string // the listener's inboxName
-	eventID  string
+	context.Context
+
+	svc     *Service  // its topic is the inbox, its desc names it in errors
+	l       *listener // its inboxName names it in keys and errors
+	eventID string
 
 	mu       sync.Mutex
 	ended    bool
 	releases []func(context.Context) error
+}
+
+func (sc *claimScope) Value(key any) any {
+	if _, ok := key.(claimKey); ok {
+		return sc
+	}
+	return sc.Context.Value(key)
+}
+
+func (sc *claimScope) String() string {
+	return fmt.Sprintf("%v.WithValue(event.claimKey, %s/%s)", sc.Context, sc.l.inboxName, sc.eventID)
 }
 
 // add records release (nil: none), or fails once the listener has
@@ -92,7 +106,7 @@ func (sc *claimScope) add(release func(context.Context) error) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.ended {
-		return fmt.Errorf("%w: listener %s had returned from event %s", ErrOutsideListener, sc.listener, sc.eventID)
+		return fmt.Errorf("%w: listener %s had returned from event %s", ErrOutsideListener, sc.l.inboxName, sc.eventID)
 	}
 	if release != nil {
 		sc.releases = append(sc.releases, release)

@@ -23,7 +23,8 @@ const (
 )
 
 // settleTimeout bounds an Ack, Fail or Reject: it runs on a context of its
-// own, so that a stopping Service still settles what it handled.
+// own (see settleContexts), so that a stopping Service still settles what
+// it handled.
 const settleTimeout = 30 * time.Second
 
 // retryDequeueMax caps the wait between two failing Dequeue calls.
@@ -130,6 +131,7 @@ type Service struct {
 	stopDQ  context.CancelFunc // stops dequeuing
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
 	hctx    context.Context    // the ctx handlers derive from
+	settles *settleContexts    // the ctx settles run on
 	done    chan struct{}      // closed when every worker has ended
 	wg      sync.WaitGroup
 	errOnce sync.Once
@@ -262,6 +264,7 @@ func (s *Service) Start(ctx context.Context) error {
 
 	dqctx, stopDQ := context.WithCancel(ctx)
 	s.hctx, s.stopH = context.WithCancel(context.WithoutCancel(ctx))
+	s.settles = newSettleContexts(s.hctx)
 	s.stopDQ = stopDQ
 	s.wg.Add(s.opts.Workers)
 	for range s.opts.Workers {
@@ -405,6 +408,7 @@ func (s *Service) drain(dqctx context.Context) {
 	}
 	t.Stop()
 	s.stopH()
+	s.settles.stop()
 	s.closeTopic()
 	close(s.done)
 }
@@ -529,13 +533,16 @@ func (s *Service) call(ctx context.Context, d Delivery) (err error) {
 func (s *Service) route(ctx context.Context, d Delivery) error {
 	ls := s.listeners[d.Type]
 	if len(ls) == 0 && s.opts.SkipUnknown {
-		s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+		if s.log.Enabled(ctx, slog.LevelDebug) { // else the attributes would be built for nothing
+			s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+		}
 		return nil
 	}
 	if len(ls) == 0 {
 		return Permanent(fmt.Errorf("%w: %q on topic %q (event %s)", ErrUnknownType, d.Type, s.topicName, d.ID))
 	}
-	for _, l := range ls {
+	for i := range ls {
+		l := &ls[i]
 		if err := s.callListener(ctx, l, d); err != nil {
 			return fmt.Errorf("event: listener %s of %s %s: %w", l.name, d.Type, d.ID, err)
 		}
@@ -546,8 +553,8 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 // callListener runs l on d with a ctx in which it can Claim. When l fails
 // or panics, the claims it made outside a transaction are released, so
 // that the redelivery claims anew.
-func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err error) {
-	sc := &claimScope{topic: s.topic, service: s.desc, listener: l.inboxName, eventID: d.ID}
+func (s *Service) callListener(ctx context.Context, l *listener, d Delivery) (err error) {
+	sc := &claimScope{Context: ctx, svc: s, l: l, eventID: d.ID}
 	ok := false
 	defer func() {
 		if rerr := sc.end(s.hctx, !ok || err != nil); rerr != nil {
@@ -555,7 +562,7 @@ func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err
 				append(attrs(d), slog.String("listener", l.name), slog.Any("error", rerr))...)
 		}
 	}()
-	err = l.handle(context.WithValue(ctx, claimKey{}, sc), d.Data)
+	err = l.handle(sc, d.Data)
 	ok = true
 	return err
 }
@@ -563,8 +570,7 @@ func (s *Service) callListener(ctx context.Context, l listener, d Delivery) (err
 // settle acks m when err is nil, rejects it when err is permanent (unless
 // retry), and fails it otherwise.
 func (s *Service) settle(m pubsub.Message, md Metadata, err error, retry bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.hctx), settleTimeout)
-	defer cancel()
+	ctx := s.settles.get()
 	var serr error
 	switch {
 	case err == nil:
