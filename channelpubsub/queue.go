@@ -183,9 +183,10 @@ var errStopped = errors.New("stopped")
 var errGone = errors.New("subscription deleted")
 
 // enqueue adds data (itself if owned, else a copy), ready at at (zero:
-// now), waiting for room while the queue is full. A non-empty key is unique among the messages the queue
-// keeps: a message under a taken key is not added and errDuplicate is
-// returned. A copy for a subscription deleted meanwhile goes with it.
+// now), waiting for room while the queue is full. A non-empty key is
+// unique among the messages the queue keeps: a message under a taken key
+// is not added and errDuplicate is returned. A copy for a subscription
+// deleted meanwhile goes with it.
 func (q *queue) enqueue(ctx context.Context, data []byte, owned bool, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
 	if q.batchRest.Load() > 0 {
 		// A batch is still going in: wait behind it, so that a producer's

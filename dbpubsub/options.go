@@ -124,9 +124,10 @@ type Options struct {
 	// ran out meanwhile) is logged, and the message is delivered again when
 	// its lease runs out: delivery stays at least once, but an acked
 	// message may come back if the process dies within a few milliseconds
-	// of the Ack. Close and Flush write the queued acks; Stats flushes
-	// first. Set ConfirmAck when an Ack must mean "this message will not
-	// be delivered again".
+	// of the Ack, or the server within its WAL writer's delay (the queued
+	// acks commit without waiting for the WAL flush). Close and Flush write
+	// the queued acks; Stats flushes first. Set ConfirmAck when an Ack must
+	// mean "this message will not be delivered again".
 	ConfirmAck bool
 	// CloseTimeout bounds how long Close waits for statements in flight.
 	// 0 means DefaultCloseTimeout.

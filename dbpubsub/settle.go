@@ -343,6 +343,10 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 	}
 	ps.pace.acks.Add(-acks)
+	stmt := ps.stmts.settle
+	if acks == int64(n) {
+		stmt = ps.stmts.settleAsync // nobody waits: its commit need not either
+	}
 	ids, tokens, delays := make([]int64, n), make([]int64, n), make([]int64, n)
 	statuses, reasons := make([]string, n), make([]string, n)
 	for i, r := range batch {
@@ -352,7 +356,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.StatementTimeout)
 	defer cancel()
 	err := func() error {
-		rows, err := ps.sqldb.QueryContext(ctx, ps.stmts.settle, ids, tokens, statuses, delays, reasons)
+		rows, err := ps.sqldb.QueryContext(ctx, stmt, ids, tokens, statuses, delays, reasons)
 		if err != nil {
 			return err
 		}

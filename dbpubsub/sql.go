@@ -21,6 +21,7 @@ type statements struct {
 	enqueueUniq  string
 	nextRunAt    string
 	settle       string
+	settleAsync  string // settle with an asynchronous commit, for acks nobody waits for
 	extend       string
 	renew        string
 	release      string
@@ -48,6 +49,14 @@ func guard(fanout string, n int) string {
 	return fmt.Sprintf("coalesce((SELECT version FROM %s WHERE topic = $1), 0) = $%d", fanout, n)
 }
 
+// asyncCommit, an uncorrelated condition (evaluated once, before the
+// statement's rows), turns synchronous_commit off for the statement's own
+// transaction: its commit does not wait for the WAL flush. It is for the
+// writes whose loss in a server crash only brings messages back, never
+// loses one: claims, asynchronous acks, notifications (docs/design/dbpubsub.md,
+// "Asynchronous commits").
+const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
+
 // claimSQL takes up to $2 ready messages of topic $1 for a lease of $3
 // µs: first the due pending rows of the message table (delayed, retried,
 // given back, unique), oldest first, then, for the rest, the rows of the
@@ -55,10 +64,12 @@ func guard(fanout string, n int) string {
 // id order, moved into the message table as processing. The last column
 // tells the moved rows. RETURNING order is unspecified. The rows taken are
 // found again by id = ANY (ARRAY(…)), an index condition in any plan (as a
-// join, a generic plan may hash the whole ready table).
+// join, a generic plan may hash the whole ready table). Its commit is
+// asynchronous ({ASYNC}): a claim lost in a server crash leaves its rows
+// ready, to be delivered again.
 const claimSQL = `WITH m AS MATERIALIZED (
 		SELECT id FROM {T}
-		WHERE topic = $1 AND status = 'pending' AND run_at <= now()
+		WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND {ASYNC}
 		ORDER BY run_at, id LIMIT $2
 		FOR UPDATE SKIP LOCKED),
 	mu AS (
@@ -85,6 +96,20 @@ const claimSQL = `WITH m AS MATERIALIZED (
 	UNION ALL
 	SELECT id, data, attempts, token, run_at, true FROM ri`
 
+// settleSQL settles the deliveries of rows $1 with tokens $2: status $3,
+// for status pending after $4 µs, with reason $5 (” keeps the last); it
+// returns the rows settled (a row not returned was no longer leased to
+// the delivery). {AND} is where the asynchronous variant adds {ASYNC}.
+const settleSQL = `UPDATE {T} AS t SET
+		status = s.status,
+		run_at = CASE WHEN s.status = 'pending' THEN now() + s.delay * interval '1 microsecond' ELSE t.run_at END,
+		last_error = coalesce(nullif(s.reason, ''), t.last_error),
+		finished_at = CASE WHEN s.status = 'pending' THEN NULL ELSE now() END,
+		lease_until = NULL
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay, reason)
+	WHERE t.id = s.id AND t.token = s.token AND t.status = {PROCESSING} AND t.lease_until > now(){AND}
+	RETURNING t.id, t.token`
+
 // processingByID stands for 'processing' in the statements that find
 // delivered rows by the ids in an array (settle, renew, release): a
 // sub-select is opaque to the planner's index matching, so the generic
@@ -102,7 +127,7 @@ func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''
 func newStatements(table string) statements {
 	t := quoteIdent(table)
 	fan := quoteIdent(migrations.FanoutTable(table))
-	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID,
+	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID, "{ASYNC}", asyncCommit,
 		"{F}", fan, "{S}", quoteIdent(migrations.SubscriptionsTable(table)), "{I}", quoteIdent(migrations.InboxTable(table)),
 		"{G4}", guard(fan, 4), "{G5}", guard(fan, 5), "{G2}", guard(fan, 2))
 	return statements{
@@ -150,24 +175,17 @@ func newStatements(table string) statements {
 				LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '' AND ins.id IS NOT NULL) n ON true`),
 
 		// $1 channels: the notifier's round.
-		notify: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
+		notify: r.Replace(`SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c WHERE {ASYNC}`),
 
 		// $1 topic: when the next pending message of the message table is
 		// due (the ready table's are all due).
 		nextRunAt: r.Replace(`SELECT min(run_at) FROM {T} WHERE topic = $1 AND status = 'pending'`),
 
 		// Settles many deliveries in one statement, each fenced by its
-		// token and its lease. $1 ids, $2 tokens, $3 new statuses, $4
-		// delays µs (pending only), $5 reasons ('' keeps the last one).
-		settle: r.Replace(`UPDATE {T} AS t SET
-				status = s.status,
-				run_at = CASE WHEN s.status = 'pending' THEN now() + s.delay * interval '1 microsecond' ELSE t.run_at END,
-				last_error = coalesce(nullif(s.reason, ''), t.last_error),
-				finished_at = CASE WHEN s.status = 'pending' THEN NULL ELSE now() END,
-				lease_until = NULL
-			FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay, reason)
-			WHERE t.id = s.id AND t.token = s.token AND t.status = {PROCESSING} AND t.lease_until > now()
-			RETURNING t.id, t.token`),
+		// token and its lease (see settleSQL); settleAsync for a batch of
+		// asynchronous acks only.
+		settle:      r.Replace(strings.Replace(settleSQL, "{AND}", "", 1)),
+		settleAsync: r.Replace(strings.Replace(settleSQL, "{AND}", " AND {ASYNC}", 1)),
 
 		// $1 id, $2 token, $3 lease µs.
 		extend: r.Replace(`UPDATE {T} SET lease_until = now() + $3 * interval '1 microsecond'
@@ -304,7 +322,7 @@ type readyStatements struct {
 func newReadyStatements(table, ready, seq string) readyStatements {
 	fan := quoteIdent(migrations.FanoutTable(table))
 	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq),
-		"{G3}", guard(fan, 3), "{G4}", guard(fan, 4))
+		"{G3}", guard(fan, 3), "{G4}", guard(fan, 4), "{ASYNC}", asyncCommit)
 	const (
 		// $1 topic, $2 data[] in the order given, one nextval per row.
 		// Unnested in the select list, the elements come out in array

@@ -1,0 +1,52 @@
+package main
+
+import "strings"
+
+// whyMissed says, for a target line that a run missed, where the time goes:
+// the findings of the design records (docs/design/dbpubsub.md, "Speed on a
+// durable server"; docs/event.md, "Speed"; docs/natspubsub.md), written by
+// hand. A run that meets the target shows nothing of it. Keys are
+// prefixes of Target.Goal.
+var whyMissed = []struct{ goal, why string }{
+	{"drain ≥ 1.5× the fastest peer",
+		"every delivery costs a claim (a commit that moves ready rows into the message table) and an ack (grouped, asynchronous); the peers' drains commit less per message"},
+	{"single enqueue ≥ 4× River",
+		"each Enqueue returns once its row is committed; concurrent calls share one INSERT and one commit (one statement in flight per topic handle), so the rate is about 8 producers × group size / commit latency, and this machine's commit rate swings 2-3× between minutes (pgbench -N in the same run)"},
+	{"single enqueue ≥ 1.5× watermill-sql",
+		"an Enqueue waits for a commit, grouped with the concurrent ones; watermill-sql's INSERTs, side by side, share WAL flushes through PostgreSQL's own group commit"},
+	{"single enqueue ≥ 0.9× baseline",
+		"an Enqueue waits for its commit, grouped with the concurrent ones into one INSERT; the baseline's producers commit one row each, side by side"},
+	{"batch enqueue ≥ 0.9× baseline",
+		"a row of the ready table costs a primary key entry and id allocation in blocks; the baseline's table has a bigserial only"},
+	{"latency p50", "a message waits for two commits with a WAL flush each (its enqueue, then its claim) before the handler runs"},
+	{"latency p99",
+		"two flushed commits per message (enqueue, claim) on a 2-core machine shared by client and server: a commit that waits behind a checkpoint or another process's flush makes the tail"},
+	{"backlog drains with flat memory", "see the backlog section below"},
+	{"fan-out to",
+		"a publish writes one row per subscription and each copy is claimed and acked on its own (docs/design/dbpubsub.md, \"Copies per subscription, not a log and cursors\"); watermill-sql's consumer groups read one log with an offset each"},
+	{"fan-out, one producer of batches: publish",
+		"a publish with 4 subscriptions writes 4 rows per message into 4 queues; a plain topic writes one"},
+	{"events on dbpubsub",
+		"the server's commits are the bound (BenchmarkRoundTrip: the machine 81% busy, the client a third of a core): per event an enqueue statement shared by ~4.5 events, a claim shared by ~7, a settle shared by ~20 and a notify round; a producer's own waiting consumers could take its rows in the enqueue statement, saving the claim (not built)"},
+	{"events on channelpubsub",
+		"the rest is allocation and garbage collection (16 allocations, 1.2 kB per event against the baseline's few) and the Service's settle per event (docs/event.md, \"Speed\")"},
+	{"channelpubsub round trip", "a message is an entry with an id, a lease and a settle, where the raw channel moves a slice"},
+	{"NATS enqueue ≥ 1.5× watermill-nats",
+		"both publish one message and wait for its PubAck: the server's acknowledgement round trip bounds both alike"},
+	{"NATS drain ≥ 0.8× the nats.go baseline",
+		"Dequeue hands out one message per call from a background fetch, and each Ack is a message of its own; the baseline's loop takes 100 per Fetch and acks without a hand-off (docs/natspubsub.md)"},
+	{"NATS drain ≥ 1.5× watermill-nats",
+		"Dequeue hands out one message per call from a background fetch; watermill-benchmark's configuration runs W push consumers with asynchronous acks"},
+	{"NATS enqueue ≥ 0.8× the nats.go baseline",
+		"the baseline publishes asynchronously and waits for the PubAck after; Enqueue waits for each"},
+}
+
+// why returns whyMissed's entry for goal, or "".
+func why(goal string) string {
+	for _, w := range whyMissed {
+		if strings.HasPrefix(goal, w.goal) {
+			return w.why
+		}
+	}
+	return ""
+}
