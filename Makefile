@@ -65,7 +65,7 @@ vet: check-go
 	cd bench && $(GO) vet ./...
 	cd interop && $(GO) vet ./...
 
-## bench: conveyor against its peers, side by side (bench/, ~15 min); writes BENCHMARKS.md
+## bench: conveyor against its peers, side by side (bench/, ~20 min); writes BENCHMARKS.md
 ## and bench/results/. BENCH_FLAGS passes flags (cd bench && go run . -h lists them).
 ## A throwaway PostgreSQL is started for it unless DATABASE_URL is set; the NATS server
 ## is the one scripts/with-nats.sh gives ($NATS_URL, 127.0.0.1:4222, else a throwaway one).
