@@ -194,35 +194,9 @@ func benchDrain(b *testing.B, workers int) {
 	ps := newPubSub(b, db, dbpubsub.Options{})
 	tp := ps.Topic("bench")
 	fill(b, tp, b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var acked atomic.Int64
-	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				m, err := tp.Dequeue(ctx)
-				if err != nil {
-					if !errors.Is(err, context.Canceled) {
-						b.Error(err)
-					}
-					return
-				}
-				if err := m.Ack(context.Background()); err != nil {
-					b.Error(err)
-					return
-				}
-				if acked.Add(1) == int64(b.N) {
-					cancel()
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	ackAll(b, tp, workers, int64(b.N))()
 	reportRate(b, b.N, start)
 }
 
@@ -308,13 +282,34 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	const workers = 8
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var acked atomic.Int64
-	var wg sync.WaitGroup
-	total := int64(b.N) + 1 // and the warm-up message
 	b.ResetTimer()
 	start := time.Now()
+	wait := ackAll(b, tp, workers, int64(b.N)+1) // and the warm-up message
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := tp.Enqueue(context.Background(), []byte(`{"order":1,"amount":"9.99"}`)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wait()
+	reportRate(b, b.N, start)
+}
+
+// ackAll starts workers goroutines that dequeue and ack messages of tp
+// until n are acked; the func it returns waits for that.
+func ackAll(b *testing.B, tp pubsub.Topic, workers int, n int64) (wait func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var acked atomic.Int64
+	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -331,25 +326,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				if acked.Add(1) == total {
+				if acked.Add(1) == n {
 					cancel()
 				}
 			}
 		}()
 	}
-	var next atomic.Int64
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				if err := tp.Enqueue(context.Background(), []byte(`{"order":1,"amount":"9.99"}`)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
+	return func() {
+		wg.Wait()
+		cancel()
 	}
-	wg.Wait()
-	reportRate(b, b.N, start)
 }
