@@ -18,7 +18,7 @@ const (
 	// looks for them when no notification woke it.
 	DefaultPollInterval = time.Second
 	// DefaultClaimBatch is the most rows claimed in one round trip.
-	DefaultClaimBatch = 128
+	DefaultClaimBatch = 512
 	// DefaultPrefetch is how many rows a claim takes beyond the Dequeue
 	// calls waiting, at first.
 	DefaultPrefetch = 8
