@@ -43,9 +43,9 @@ const ackLinger = 5 * time.Millisecond
 const lingerBatch = 256
 
 // maxQueuedAcks bounds the settles waiting for a statement when an
-// asynchronous ack is queued (without Options.ConfirmAck); an Ack beyond it waits
-// for its commit, which slows the consumers down to the pace of the
-// settlers.
+// asynchronous ack is queued (without Options.ConfirmAck); an Ack beyond
+// it waits for its commit, which slows the consumers down to the pace of
+// the settlers.
 const maxQueuedAcks = 8 * maxSettleBatch
 
 // Row states, as stored in the status column.
@@ -199,9 +199,10 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	return nil
 }
 
-// ackAsync queues the ack (unless Options.ConfirmAck). It reports false, leaving
-// the ack to the synchronous path, when the lease is in its second half
-// (so that a lost lease is reported, not logged) or the queue is full.
+// ackAsync queues the ack (unless Options.ConfirmAck). It reports false,
+// leaving the ack to the synchronous path, when the lease is in its second
+// half (so that a lost lease is reported, not logged) or the queue is
+// full.
 func (m *message) ackAsync() (bool, error) {
 	ps := m.st.ps
 	if time.Since(m.d.leased) > ps.opts.Lease/2 {
