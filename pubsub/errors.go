@@ -25,6 +25,9 @@ var (
 	// ErrInvalidKey is returned for a unique-enqueue or inbox key that
 	// ValidateKey rejects.
 	ErrInvalidKey = errors.New("pubsub: invalid key")
+	// ErrInvalidHeader is returned by an enqueue whose header (WithHeader)
+	// ValidateHeader rejects.
+	ErrInvalidHeader = errors.New("pubsub: invalid header")
 	// ErrTooLarge is returned by Enqueue for data over the backend's size limit.
 	ErrTooLarge = errors.New("pubsub: message too large")
 	// ErrUnsupported is returned by the package-level helpers when a backend

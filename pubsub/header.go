@@ -1,0 +1,126 @@
+package pubsub
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"unicode/utf8"
+)
+
+// Header is the metadata a message carries beside its data: a trace
+// context (traceparent, tracestate), a correlation id, a tenant. Keys are
+// case-sensitive. Every delivery of a message, and every subscription's
+// copy, carries the header it was enqueued with.
+type Header map[string]string
+
+// Limits of a Header (see ValidateHeader).
+const (
+	// MaxHeaderKeys is the most keys a Header may hold.
+	MaxHeaderKeys = 64
+	// MaxHeaderSize is the most bytes a Header's keys and values may add
+	// up to.
+	MaxHeaderSize = 16 << 10
+)
+
+type headerKey struct{}
+
+// WithHeader returns a copy of ctx asking every enqueue called with it
+// (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique, and an
+// event.Dispatcher's methods) to give each message it makes the header h,
+// merged over the header ctx already asks for (h's values win). It passes
+// through any wrapper and any layer that hands ctx on, as WithTx does. An
+// empty h asks for nothing more.
+//
+// Every conveyor backend carries headers (pubsubtest checks it); the
+// receiving side reads them with MessageHeader. An enqueue whose header
+// ValidateHeader rejects fails with an error wrapping ErrInvalidHeader and
+// enqueues nothing.
+func WithHeader(ctx context.Context, h Header) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	if old, _ := ctx.Value(headerKey{}).(Header); len(old) > 0 {
+		merged := make(Header, len(old)+len(h))
+		maps.Copy(merged, old)
+		maps.Copy(merged, h)
+		h = merged
+	} else {
+		h = maps.Clone(h)
+	}
+	return context.WithValue(ctx, headerKey{}, h)
+}
+
+// HeaderFrom returns the header WithHeader put in ctx (nil if none),
+// validated: backends call it on every enqueue and fail with its error,
+// which wraps ErrInvalidHeader. The caller must not modify it.
+func HeaderFrom(ctx context.Context) (Header, error) {
+	h, _ := ctx.Value(headerKey{}).(Header)
+	if len(h) == 0 {
+		return nil, nil
+	}
+	if err := ValidateHeader(h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// ValidateHeader reports whether every backend can carry h: at most
+// MaxHeaderKeys keys and MaxHeaderSize bytes; each key 1 to 255 bytes of
+// ASCII letters, digits, '-', '_' and '.'; each value valid UTF-8 without
+// control characters (a NATS header line cannot hold a line break). The
+// error wraps ErrInvalidHeader and names the key.
+func ValidateHeader(h Header) error {
+	if len(h) > MaxHeaderKeys {
+		return fmt.Errorf("%w: %d keys, the most is %d", ErrInvalidHeader, len(h), MaxHeaderKeys)
+	}
+	size := 0
+	for k, v := range h {
+		size += len(k) + len(v)
+		if err := checkHeaderKey(k); err != nil {
+			return fmt.Errorf("%w: key %q: %s", ErrInvalidHeader, k, err)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: the value of %q is not valid UTF-8", ErrInvalidHeader, k)
+		}
+		for _, r := range v {
+			if r < 0x20 || r == 0x7f {
+				return fmt.Errorf("%w: the value of %q holds the control character %U", ErrInvalidHeader, k, r)
+			}
+		}
+	}
+	if size > MaxHeaderSize {
+		return fmt.Errorf("%w: %d bytes, the most is %d", ErrInvalidHeader, size, MaxHeaderSize)
+	}
+	return nil
+}
+
+func checkHeaderKey(k string) error {
+	if k == "" || len(k) > 255 {
+		return fmt.Errorf("a key has 1 to 255 bytes, this one %d", len(k))
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
+			continue
+		}
+		return fmt.Errorf("byte %d, %q, is not an ASCII letter, digit, '-', '_' or '.'", i, c)
+	}
+	return nil
+}
+
+// Headerer is a Message that carries the header it was enqueued with.
+type Headerer interface {
+	// Header returns the message's header, nil if it has none. The
+	// caller must not modify it.
+	Header() Header
+}
+
+// MessageHeader returns m's header: the one its enqueue's ctx asked for
+// (WithHeader), nil when there was none or the backend does not carry
+// headers.
+func MessageHeader(m Message) Header {
+	if h, ok := As[Headerer](m); ok {
+		return h.Header()
+	}
+	return nil
+}
