@@ -319,3 +319,7 @@ func (t *topic) check() error {
 func (t *topic) closedErr() error {
 	return backend.ClosedError("channelpubsub", t.ts.name, t.sub)
 }
+
+// RetryPolicy returns the retry policy of the topic's messages (see
+// pubsub.RetryReporter).
+func (t *topic) RetryPolicy() pubsub.RetryPolicy { return t.ts.ps.opts.Retry }

@@ -86,3 +86,7 @@ func (t *Topic) check() error {
 	}
 	return nil
 }
+
+// RetryPolicy returns the retry policy of the topic's messages (see
+// pubsub.RetryReporter).
+func (t *Topic) RetryPolicy() pubsub.RetryPolicy { return t.st.ps.opts.Retry }

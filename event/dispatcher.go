@@ -52,18 +52,41 @@ func NewDispatcher(topic pubsub.Topic, opts DispatcherOptions) Dispatcher {
 	if opts.Source == "" {
 		opts.Source = DefaultSource
 	}
-	return &dispatcher{topic: topic, source: opts.Source, validSource: checkURIRef(opts.Source) == nil}
+	d := &dispatcher{topic: topic, source: opts.Source, validSource: checkURIRef(opts.Source) == nil}
+	d.starter, _ = pubsub.As[pubsub.EnqueueStarter](topic)
+	return d
 }
 
 type dispatcher struct {
 	topic       pubsub.Topic
 	source      string
-	validSource bool // source is a URI-reference, checked once
+	validSource bool                  // source is a URI-reference, checked once
+	starter     pubsub.EnqueueStarter // a tracing wrapper's, or nil
+}
+
+// start starts the topic's work for an enqueue of n events (a tracing
+// wrapper's publish span), if it has any (pubsub.StartEnqueue).
+func (d *dispatcher) start(ctx context.Context, n int) (context.Context, func(error)) {
+	if d.starter == nil {
+		return ctx, func(error) {}
+	}
+	return d.starter.StartEnqueue(ctx, n)
 }
 
 var _ Dispatcher = (*dispatcher)(nil)
 
-func (d *dispatcher) encode(e Event, opts []Option) ([]byte, error) {
+// encode encodes e, with the entries of ctx's header (pubsub.WithHeader)
+// whose keys can name a CloudEvents extension as extensions (traceparent,
+// tracestate): the header the backend carries beside the event is in the
+// event too, for the readers of its wire form.
+func (d *dispatcher) encode(ctx context.Context, e Event, opts []Option) ([]byte, error) {
+	h, err := pubsub.HeaderFrom(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("event: dispatch: %w", err)
+	}
+	if len(h) > 0 {
+		opts = append([]Option{withHeader(h)}, opts...)
+	}
 	if !d.validSource {
 		// Each event fails as WithSource(d.source) makes it fail.
 		return Encode(e, append([]Option{WithSource(d.source)}, opts...)...)
@@ -71,8 +94,10 @@ func (d *dispatcher) encode(e Event, opts []Option) ([]byte, error) {
 	return encode(e, d.source, opts)
 }
 
-func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) error {
-	b, err := d.encode(e, opts)
+func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) (err error) {
+	ctx, end := d.start(ctx, 1)
+	defer func() { end(err) }()
+	b, err := d.encode(ctx, e, opts)
 	if err != nil {
 		return err
 	}
@@ -87,8 +112,10 @@ func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) erro
 	return nil
 }
 
-func (d *dispatcher) DispatchAt(ctx context.Context, e Event, at time.Time, opts ...Option) error {
-	b, err := d.encode(e, opts)
+func (d *dispatcher) DispatchAt(ctx context.Context, e Event, at time.Time, opts ...Option) (err error) {
+	ctx, end := d.start(ctx, 1)
+	defer func() { end(err) }()
+	b, err := d.encode(ctx, e, opts)
 	if err != nil {
 		return err
 	}
@@ -98,13 +125,15 @@ func (d *dispatcher) DispatchAt(ctx context.Context, e Event, at time.Time, opts
 	return nil
 }
 
-func (d *dispatcher) DispatchBatch(ctx context.Context, events ...Event) error {
+func (d *dispatcher) DispatchBatch(ctx context.Context, events ...Event) (err error) {
 	if len(events) == 0 {
 		return nil
 	}
+	ctx, end := d.start(ctx, len(events))
+	defer func() { end(err) }()
 	data := make([][]byte, len(events))
 	for i, e := range events {
-		b, err := d.encode(e, nil)
+		b, err := d.encode(ctx, e, nil)
 		if err != nil {
 			return fmt.Errorf("event: batch item %d of %d: %w", i, len(events), err)
 		}
@@ -116,8 +145,10 @@ func (d *dispatcher) DispatchBatch(ctx context.Context, events ...Event) error {
 	return nil
 }
 
-func (d *dispatcher) DispatchUnique(ctx context.Context, key string, e Event, opts ...Option) (bool, error) {
-	b, err := d.encode(e, opts)
+func (d *dispatcher) DispatchUnique(ctx context.Context, key string, e Event, opts ...Option) (_ bool, err error) {
+	ctx, end := d.start(ctx, 1)
+	defer func() { end(err) }()
+	b, err := d.encode(ctx, e, opts)
 	if err != nil {
 		return false, err
 	}

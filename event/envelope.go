@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // The CloudEvents attributes this package writes.
@@ -290,6 +292,51 @@ func WithSubject(subject string) Option { return func(e *Envelope) { e.Subject =
 // WithTime sets the event's time instead of now.
 func WithTime(t time.Time) Option { return func(e *Envelope) { e.Time = t } }
 
+// WithExtension sets the extension attribute name to the string value,
+// such as a tenant or a correlation id. A name that is not lower-case
+// ASCII letters and digits, or that is a CloudEvents attribute's, makes
+// the event invalid (ErrInvalidEvent). A Dispatcher also writes, as
+// extensions, the entries of the dispatch ctx's header
+// (pubsub.WithHeader) whose keys can name one: traceparent and tracestate
+// put there by a tracing wrapper reach every reader of the event.
+func WithExtension(name, value string) Option {
+	return func(e *Envelope) { e.setExtension(name, value) }
+}
+
+// withHeader sets, as string extensions, the entries of h whose keys can
+// name an extension; the others stay in the backend's header only.
+func withHeader(h pubsub.Header) Option {
+	return func(e *Envelope) {
+		for k, v := range h {
+			if checkExtensionName(k) == nil {
+				e.setExtension(k, v)
+			}
+		}
+	}
+}
+
+func (e *Envelope) setExtension(name, value string) {
+	if e.Extensions == nil {
+		e.Extensions = make(map[string]json.RawMessage, 2)
+	}
+	e.Extensions[name] = appendString(nil, value)
+}
+
+// Extension returns the extension attribute name as a string: its value
+// when it is a JSON string, else its JSON text; ok is false when the event
+// has no such attribute.
+func (m Metadata) Extension(name string) (value string, ok bool) {
+	v, ok := m.Extensions[name]
+	if !ok {
+		return "", false
+	}
+	var str string
+	if json.Unmarshal(v, &str) == nil {
+		return str, true
+	}
+	return string(v), true
+}
+
 // NewID returns a new random event id: a version 4 UUID (122 random bits
 // from crypto/rand) in its canonical text form.
 func NewID() string {
@@ -413,6 +460,11 @@ type Metadata struct {
 	Subscription string // the subscription of Topic it was consumed from
 	MessageID    string // the backend's id of the message
 	Attempt      int    // 1 on the first delivery; 0 if the backend does not count
+
+	// Extensions are the event's extension attributes as on the wire
+	// (see Envelope.Extensions and Extension), such as traceparent; nil
+	// if it has none. Listeners must not modify it.
+	Extensions map[string]json.RawMessage
 }
 
 type metaKey struct{}

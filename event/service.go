@@ -463,14 +463,15 @@ func (s *Service) process(m pubsub.Message) {
 		s.settle(m, md, err, false)
 		return
 	}
-	md.ID, md.Type, md.Source, md.Subject, md.Time = env.ID, env.Type, env.Source, env.Subject, env.Time
+	md.ID, md.Type, md.Source, md.Subject, md.Time, md.Extensions = env.ID, env.Type, env.Source, env.Subject, env.Time, env.Extensions
 	d := Delivery{Metadata: md, Data: env.Data}
+	hctx := withMeta(pubsub.HandlingContext(s.hctx, m), md)
 	if s.opts.LeaseExtension > 0 {
 		stop := s.keepLease(m, md)
-		err = s.call(withMeta(s.hctx, md), d)
+		err = s.call(hctx, d)
 		stop()
 	} else {
-		err = s.call(withMeta(s.hctx, md), d)
+		err = s.call(hctx, d)
 	}
 	if err != nil && s.hctx.Err() != nil {
 		// Canceled by the drain timeout: not the event's fault, so it is

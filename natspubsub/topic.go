@@ -147,3 +147,7 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 	}
 	return ack.Duplicate, nil
 }
+
+// RetryPolicy returns the retry policy of the topic's messages (see
+// pubsub.RetryReporter).
+func (t *Topic) RetryPolicy() pubsub.RetryPolicy { return t.st.ps.opts.Retry }

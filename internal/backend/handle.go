@@ -94,6 +94,7 @@ type Topic interface {
 	pubsub.UniqueEnqueuer
 	pubsub.DeadLetters
 	pubsub.Stater
+	pubsub.RetryReporter
 }
 
 // OwnedEnqueuer is a topic that can keep the data it enqueues instead of a

@@ -1,0 +1,140 @@
+package otelconveyor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of conveyor's spans and metrics.
+const ScopeName = "github.com/conveyorgo/conveyor/otelconveyor"
+
+// System is the messaging.system attribute of every span and metric.
+const System = "conveyor"
+
+// DefaultStatsInterval is how long the queue gauges reuse the counts they
+// read (Options.StatsInterval).
+const DefaultStatsInterval = 10 * time.Second
+
+// statsTimeout bounds the reading of one topic's counts for the gauges.
+const statsTimeout = 5 * time.Second
+
+// Options configures a Telemetry. The zero value means the OpenTelemetry
+// globals (otel.GetTracerProvider, otel.GetMeterProvider,
+// otel.GetTextMapPropagator) and the defaults.
+type Options struct {
+	// TracerProvider makes the spans. nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metrics. nil means otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
+	// Propagator writes a message's trace context into its header and
+	// reads it back. nil means otel.GetTextMapPropagator() if it
+	// propagates anything, else W3C Trace Context (traceparent,
+	// tracestate), so that traces cross topics without more set-up.
+	Propagator propagation.TextMapPropagator
+	// StatsInterval is how long the queue gauges (ready, scheduled,
+	// processing, dead, oldest ready age) reuse the counts they read: a
+	// collection reads each topic's Stats at most once per interval,
+	// never per message. 0 means DefaultStatsInterval; a negative value
+	// turns the gauges off.
+	StatsInterval time.Duration
+}
+
+// Telemetry traces and measures the PubSubs it wraps (Wrap) and the event
+// Services it is middleware of (Middleware). Make one per app with New; it
+// is safe for concurrent use.
+type Telemetry struct {
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
+	interval   time.Duration
+	stats      *statsCollector
+
+	sent         metric.Int64Counter
+	sendDuration metric.Float64Histogram
+	consumed     metric.Int64Counter
+	processTime  metric.Float64Histogram
+	acked        metric.Int64Counter
+	nacked       metric.Int64Counter
+	dead         metric.Int64Counter
+}
+
+// New returns a Telemetry on opts' providers. It fails only if an
+// instrument cannot be made.
+func New(opts Options) (*Telemetry, error) {
+	tp, mp, prop := opts.TracerProvider, opts.MeterProvider, opts.Propagator
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+		if len(prop.Fields()) == 0 {
+			prop = propagation.TraceContext{}
+		}
+	}
+	if opts.StatsInterval == 0 {
+		opts.StatsInterval = DefaultStatsInterval
+	}
+	m := mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	t := &Telemetry{
+		tracer:     tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
+		propagator: prop,
+		interval:   opts.StatsInterval,
+	}
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+		errs = append(errs, err)
+		return h
+	}
+	t.sent = counter("messaging.client.sent.messages", "Messages enqueued (published), by topic.")
+	t.sendDuration = seconds("messaging.client.operation.duration", "Duration of an enqueue (publish), by topic.")
+	t.consumed = counter("messaging.client.consumed.messages", "Deliveries handed to a consumer, by topic and subscription.")
+	t.processTime = seconds("messaging.process.duration", "Duration of the handling of a delivery, from its dequeue to its settlement, by topic and subscription.")
+	t.acked = counter("conveyor.messages.acked", "Deliveries acked, by topic and subscription.")
+	t.nacked = counter("conveyor.messages.nacked", "Deliveries nacked or failed and retried, by topic and subscription.")
+	t.dead = counter("conveyor.messages.dead", "Deliveries that made their message dead (rejected, or failed on the last attempt), by topic and subscription.")
+	if opts.StatsInterval > 0 {
+		t.stats = newStatsCollector(opts.StatsInterval)
+		errs = append(errs, t.stats.register(m))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("otelconveyor: %w", err)
+	}
+	return t, nil
+}
+
+// attrs are the attributes of one subscription of a topic: of its spans,
+// and, as a set made once, of its metrics.
+type attrs struct {
+	topic, sub string
+	span       []attribute.KeyValue // system, destination (and subscription)
+	set        metric.MeasurementOption
+}
+
+func newAttrs(topic, sub string) *attrs {
+	a := &attrs{topic: topic, sub: sub, span: []attribute.KeyValue{
+		semconv.MessagingSystemKey.String(System),
+		semconv.MessagingDestinationName(topic),
+	}}
+	if sub != "" {
+		a.span = append(a.span, semconv.MessagingConsumerGroupName(sub))
+	}
+	a.set = metric.WithAttributeSet(attribute.NewSet(a.span...))
+	return a
+}

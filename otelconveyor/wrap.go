@@ -1,0 +1,253 @@
+package otelconveyor
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Wrap returns ps traced and measured: every topic and subscription it
+// opens is wrapped as WrapTopic says, and its topics' counts feed the
+// queue gauges. Every optional ability of ps and its topics stays
+// reachable through the wrapping (pubsub.As). Closing the result closes
+// ps.
+func (t *Telemetry) Wrap(ps pubsub.PubSub) pubsub.PubSub {
+	return &wrappedPubSub{inner: ps, tel: t}
+}
+
+type wrappedPubSub struct {
+	inner pubsub.PubSub
+	tel   *Telemetry
+}
+
+var _ pubsub.Subscriber = (*wrappedPubSub)(nil)
+
+// Unwrap returns the wrapped PubSub.
+func (w *wrappedPubSub) Unwrap() pubsub.PubSub { return w.inner }
+
+func (w *wrappedPubSub) Topic(name string) pubsub.Topic {
+	return w.wrap(w.inner.Topic(name), name, pubsub.DefaultSubscription)
+}
+
+func (w *wrappedPubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
+	t, err := pubsub.Subscribe(ctx, w.inner, topic, sub)
+	if err != nil {
+		return nil, err
+	}
+	return w.wrap(t, topic, sub), nil
+}
+
+func (w *wrappedPubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	return pubsub.ListSubscriptions(ctx, w.inner, topic)
+}
+
+func (w *wrappedPubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
+	return pubsub.DeleteSubscription(ctx, w.inner, topic, sub)
+}
+
+// Close stops the gauges' reading of ps's topics and closes ps, if it can
+// be closed.
+func (w *wrappedPubSub) Close() error {
+	if w.tel.stats != nil {
+		w.tel.stats.forget(w.inner)
+	}
+	if c, ok := w.inner.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// wrap wraps subscription sub of topic. The gauges count a subscription
+// once it is consumed here: at once for a named one, at the first Dequeue
+// for the default one, since a handle made only to publish does not
+// consume it.
+func (w *wrappedPubSub) wrap(t pubsub.Topic, topic, sub string) pubsub.Topic {
+	wt := w.tel.WrapTopic(t, topic, sub).(*topic_)
+	if st := w.tel.stats; st != nil {
+		wt.watch = func() { st.watch(w.inner, topic, sub) }
+		if sub != pubsub.DefaultSubscription {
+			wt.watched.Store(true)
+			wt.watch()
+		}
+	}
+	return wt
+}
+
+// WrapTopic returns t, subscription sub of topic, traced and measured:
+//
+//   - Each enqueue (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique) is a
+//     "send" span of kind producer, whose trace context goes into each
+//     message's header (pubsub.WithHeader), and counts in
+//     messaging.client.sent.messages and
+//     messaging.client.operation.duration.
+//   - Each delivery (Dequeue) starts a "process" span of kind consumer,
+//     a child of the context in the message's header, which its
+//     settlement ends with the outcome (ack, nack with the attempt, dead
+//     with the reason). It counts in messaging.client.consumed.messages,
+//     its settlement in conveyor.messages.acked, .nacked or .dead, and
+//     the time from dequeue to settlement in messaging.process.duration.
+//     Handle the message with pubsub.HandlingContext(ctx, m) to make
+//     spans of your own inside it; an event Service does.
+//
+// Use Wrap instead to have the topic's counts in the queue gauges too.
+func (t *Telemetry) WrapTopic(inner pubsub.Topic, topic, sub string) pubsub.Topic {
+	if sub == "" {
+		sub = pubsub.DefaultSubscription
+	}
+	pub, cons := newAttrs(topic, ""), newAttrs(topic, sub)
+	retry, _ := pubsub.TopicRetryPolicy(inner)
+	w := &topic_{inner: inner, tel: t, pub: pub, cons: cons, retry: retry,
+		sendName: "send " + topic, processName: "process " + topic}
+	w.sendAttrs = append(append([]attribute.KeyValue(nil), pub.span...), semconv.MessagingOperationTypeSend)
+	w.processAttrs = append(append([]attribute.KeyValue(nil), cons.span...), semconv.MessagingOperationTypeProcess,
+		semconv.MessagingOperationName("process"))
+	return w
+}
+
+// topic_ is a wrapped topic (topic is taken by the parameters' names).
+type topic_ struct {
+	inner        pubsub.Topic
+	tel          *Telemetry
+	pub, cons    *attrs // of publishing (the topic) and consuming (its subscription)
+	retry        pubsub.RetryPolicy
+	sendName     string
+	processName  string
+	sendAttrs    []attribute.KeyValue
+	processAttrs []attribute.KeyValue
+	watch        func()      // adds the subscription to the gauges (Wrap), or nil
+	watched      atomic.Bool // watch was called
+}
+
+var (
+	_ pubsub.Delayer        = (*topic_)(nil)
+	_ pubsub.BatchEnqueuer  = (*topic_)(nil)
+	_ pubsub.UniqueEnqueuer = (*topic_)(nil)
+	_ pubsub.EnqueueStarter = (*topic_)(nil)
+	_ backend.OwnedEnqueuer = (*topic_)(nil)
+)
+
+// Unwrap returns the wrapped topic.
+func (w *topic_) Unwrap() pubsub.Topic { return w.inner }
+
+func (w *topic_) Close() error { return w.inner.Close() }
+
+func (w *topic_) Enqueue(ctx context.Context, data []byte) error {
+	return w.publish(ctx, 1, len(data), "enqueue", func(ctx context.Context) error { return w.inner.Enqueue(ctx, data) })
+}
+
+// EnqueueOwned keeps the wrapped topic's copy-free enqueue (see
+// backend.OwnedEnqueuer), which the event package uses.
+func (w *topic_) EnqueueOwned(ctx context.Context, data []byte) error {
+	return w.publish(ctx, 1, len(data), "enqueue", func(ctx context.Context) error {
+		if o, ok := w.inner.(backend.OwnedEnqueuer); ok {
+			return o.EnqueueOwned(ctx, data)
+		}
+		return w.inner.Enqueue(ctx, data)
+	})
+}
+
+func (w *topic_) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	return w.publish(ctx, 1, len(data), "enqueue_at", func(ctx context.Context) error { return pubsub.EnqueueAt(ctx, w.inner, data, at) })
+}
+
+func (w *topic_) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	return w.publish(ctx, len(data), -1, "enqueue_batch", func(ctx context.Context) error { return pubsub.EnqueueBatch(ctx, w.inner, data) })
+}
+
+func (w *topic_) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	var added bool
+	err := w.publish(ctx, 1, len(data), "enqueue_unique", func(ctx context.Context) (err error) {
+		added, err = pubsub.EnqueueUnique(ctx, w.inner, key, data)
+		if err == nil && !added {
+			err = errNotAdded
+		}
+		return err
+	})
+	if err == errNotAdded {
+		err = nil
+	}
+	return added, err
+}
+
+// errNotAdded tells publish that a unique enqueue added nothing: no error,
+// and nothing sent.
+var errNotAdded = &notAdded{}
+
+type notAdded struct{}
+
+func (*notAdded) Error() string { return "otelconveyor: a message with the key exists" }
+
+// startedKey marks the ctx of an enqueue whose span a StartEnqueue of the
+// topic (its value) started: the enqueue is counted by that one.
+type startedKey struct{}
+
+// StartEnqueue starts the send span of an enqueue of n messages; the event
+// package calls it before it encodes events, so that each carries the
+// span's trace context (see pubsub.EnqueueStarter).
+func (w *topic_) StartEnqueue(ctx context.Context, n int) (context.Context, func(error)) {
+	op := "enqueue"
+	if n != 1 {
+		op = "enqueue_batch"
+	}
+	return w.start(ctx, n, -1, op)
+}
+
+// publish runs do in a send span of n messages of size bytes (one
+// message) counted when do succeeds, unless a StartEnqueue of w started
+// one for it.
+func (w *topic_) publish(ctx context.Context, n, size int, op string, do func(context.Context) error) error {
+	if ctx.Value(startedKey{}) == w {
+		return do(ctx)
+	}
+	ctx, end := w.start(ctx, n, size, op)
+	err := do(ctx)
+	end(err)
+	return err
+}
+
+func (w *topic_) start(ctx context.Context, n, size int, op string) (context.Context, func(error)) {
+	begin := time.Now()
+	ctx, span := w.tel.tracer.Start(ctx, w.sendName, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(w.sendAttrs...))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingOperationName(op))
+		if n != 1 {
+			span.SetAttributes(semconv.MessagingBatchMessageCount(n))
+		} else if size >= 0 {
+			span.SetAttributes(semconv.MessagingMessageBodySize(size))
+		}
+	}
+	ctx = context.WithValue(w.tel.inject(ctx), startedKey{}, w)
+	return ctx, func(err error) {
+		w.tel.sendDuration.Record(ctx, time.Since(begin).Seconds(), w.pub.set)
+		switch {
+		case err == nil:
+			w.tel.sent.Add(ctx, int64(n), w.pub.set)
+		case err == errNotAdded:
+			span.SetAttributes(attribute.Bool("conveyor.unique.duplicate", true))
+		default:
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+func (w *topic_) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	if w.watch != nil && !w.watched.Load() && w.watched.CompareAndSwap(false, true) {
+		w.watch()
+	}
+	m, err := w.inner.Dequeue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return w.deliver(m), nil
+}
