@@ -386,7 +386,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 		if rerr != nil {
 			ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
-				slog.String("topic", r.topic), slog.Int64("id", r.id), slog.Any("error", rerr))
+				slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)), slog.Any("error", rerr))
 		}
 		ps.end() // the call ackAsync began
 	}

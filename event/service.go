@@ -535,7 +535,7 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 	ls := s.listeners[d.Type]
 	if len(ls) == 0 && s.opts.SkipUnknown {
 		if s.log.Enabled(ctx, slog.LevelDebug) { // else the attributes would be built for nothing
-			s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", slog.String("type", string(d.Type)), slog.String("id", d.ID))
+			s.log.DebugContext(ctx, "event: no listener for the event type; acked (SkipUnknown)", attrs(d)...)
 		}
 		return nil
 	}
