@@ -41,8 +41,8 @@ func (p *process) checkMetrics(t *testing.T) {
 			break
 		}
 	}
-	for _, p := range problems {
-		t.Error(p)
+	for _, msg := range problems {
+		t.Error(msg)
 	}
 }
 
