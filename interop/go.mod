@@ -1,6 +1,6 @@
 module github.com/conveyorgo/conveyor/interop
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/cloudevents/sdk-go/v2 v2.16.2

@@ -39,14 +39,16 @@ var subscriptions = []string{"default", "analytics"}
 // TestEndToEnd runs the app's binary on each backend as a user would: it
 // posts orders over HTTP, waits until the stats show them all handled by
 // both of its event services (fulfilment on the topic's default
-// subscription, analytics on its own), stops the app with SIGTERM and
-// checks that it exits 0 having lost nothing.
+// subscription, analytics on its own), checks that its metrics count them,
+// stops the app with SIGTERM and checks that it exits 0 having lost
+// nothing.
 func TestEndToEnd(t *testing.T) {
 	t.Run("Mem", func(t *testing.T) {
 		t.Parallel()
 		p := startApp(t, "CONVEYOR_BACKEND=mem")
 		p.postOrders(t)
 		p.waitHandled(t)
+		p.checkMetrics(t)
 		p.stop(t)
 	})
 	t.Run("MemSIGINT", func(t *testing.T) {
@@ -77,6 +79,7 @@ func TestEndToEnd(t *testing.T) {
 		p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
 		p.postOrders(t)
 		p.waitHandled(t)
+		p.checkMetrics(t)
 		p.stop(t)
 
 		// Nothing lost: every order is a finished row on each
@@ -116,6 +119,7 @@ func TestEndToEnd(t *testing.T) {
 		p := startApp(t, "CONVEYOR_BACKEND=nats", "NATS_URL="+url, "CONVEYOR_NATS_PREFIX="+prefix)
 		p.postOrders(t)
 		p.waitHandled(t)
+		p.checkMetrics(t)
 		p.stop(t)
 		checkNATS(t, url, prefix)
 	})
@@ -213,15 +217,15 @@ type process struct {
 }
 
 // startApp starts the app's binary with env (on top of the test's own
-// environment, without any CONVEYOR_ setting) on a free 127.0.0.1 port and
+// environment, without any CONVEYOR_ or OTEL_ setting) on a free 127.0.0.1 port and
 // returns once it listens. It is killed at the end of the test if it is
 // still running.
 func startApp(t *testing.T, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(appBinary(t))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "NATS_URL=") &&
-			!strings.HasPrefix(kv, "PORT=") {
+		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") &&
+			!strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "PORT=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

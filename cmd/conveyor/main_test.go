@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/conveyorgo/conveyor"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -108,7 +110,8 @@ func TestUsageMistakes(t *testing.T) {
 }
 
 // TestNew generates an app against this checkout and checks that it is a
-// standalone module that vets and builds without the network.
+// standalone module, requiring what conveyor requires, that vets, builds
+// and passes its tests without the network.
 func TestNew(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -140,6 +143,26 @@ func TestNew(t *testing.T) {
 			t.Errorf("go.mod lacks %q:\n%s", w, gomod)
 		}
 	}
+	// Every module conveyor requires, at conveyor's version; those the
+	// app imports (its telemetry's among them) required directly.
+	mi, err := parseGoMod(conveyor.GoMod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mi.requires {
+		if !strings.Contains(string(gomod), "\t"+r.path+" "+r.version+"\n") &&
+			!strings.Contains(string(gomod), "\t"+r.path+" "+r.version+" // indirect\n") {
+			t.Errorf("go.mod does not require %s %s, as conveyor does:\n%s", r.path, r.version, gomod)
+		}
+	}
+	direct, _, _ := strings.Cut(string(gomod), "// indirect")
+	for _, m := range []string{"go.opentelemetry.io/otel/sdk/metric", "go.opentelemetry.io/otel/exporters/prometheus",
+		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "github.com/prometheus/client_golang",
+		"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"} {
+		if !strings.Contains(direct, "\t"+m+" ") {
+			t.Errorf("go.mod does not require %s directly:\n%s", m, gomod)
+		}
+	}
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -156,6 +179,7 @@ func TestNew(t *testing.T) {
 
 	goCmd(t, dir, "vet", "./...")
 	goCmd(t, dir, "build", "-o", filepath.Join(t.TempDir(), "shop"), ".")
+	goCmd(t, dir, "test", "-count=1", "./...")
 }
 
 // goCmd runs the go command in dir without the network: go.mod and go.sum

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/conveyorgo/conveyor/template/app/orders"
 )
 
@@ -41,7 +44,7 @@ func TestApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(app.handlers.Routes())
+	srv := httptest.NewServer(app.Handler())
 	defer srv.Close()
 	stopped := false
 	defer func() {
@@ -112,7 +115,7 @@ func TestApp(t *testing.T) {
 			t.Fatalf("GET /: %s %q, want 200 and an HTML page", resp.Status, resp.Header.Get("Content-Type"))
 		}
 		host := strings.TrimPrefix(srv.URL, "http://")
-		for _, want := range []string{"POST /orders", "GET /stats", "GET /healthz",
+		for _, want := range []string{"POST /orders", "GET /stats", "GET /healthz", "GET /metrics",
 			"curl -X POST http://" + host + "/orders -H 'Content-Type: application/json' -d '{\"item\":\"book\",\"qty\":1}'"} {
 			if !strings.Contains(page, want) {
 				t.Errorf("GET / does not show %q:\n%s", want, page)
@@ -166,6 +169,20 @@ func TestApp(t *testing.T) {
 		}
 		t.Fatalf("the stats never showed 3 orders and a report handled by both services, and 3 orders counted: %v", body)
 	})
+	t.Run("Metrics", func(t *testing.T) {
+		// GET /metrics shows, in the Prometheus text format, the orders
+		// acked on each subscription (the last ack may follow its listener
+		// by a moment).
+		var acked map[string]float64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			acked = ackedMetric(t, srv.URL)
+			if acked["default"] >= 3 && acked[orders.AnalyticsSubscription] >= 3 {
+				return
+			}
+		}
+		t.Fatalf("conveyor_messages_acked_total by subscription of topic %s: %v, want at least the 3 orders on default and %s",
+			orders.Topic, acked, orders.AnalyticsSubscription)
+	})
 
 	srv.Close()
 	stopped = true
@@ -213,8 +230,36 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// do sends a request, with a JSON body if any, and decodes the JSON
-// answer.
+// ackedMetric reads GET /metrics and returns the value of the counter
+// conveyor_messages_acked_total of each subscription of the orders topic.
+func ackedMetric(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %s %q, want 200 and the text format", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	acked := map[string]float64{}
+	for _, m := range families["conveyor_messages_acked_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["messaging_destination_name"] == orders.Topic {
+			acked[labels["messaging_consumer_group_name"]] = m.GetCounter().GetValue()
+		}
+	}
+	return acked
+}
+
 // TestTimeouts checks that the server run starts closes the connections
 // of clients that send a body too slowly or stay idle between requests.
 func TestTimeouts(t *testing.T) {
@@ -269,6 +314,8 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// do sends a request, with a JSON body if any, and decodes the JSON
+// answer.
 func do(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"regexp"
 	"time"
@@ -31,23 +32,31 @@ type App struct {
 	cfg       Config
 	log       *slog.Logger
 	stats     *Stats
+	telemetry *Telemetry
 	handlers  Handlers
 	ps        pubsub.PubSub
 	scheduler *event.Scheduler
 }
 
-// bootstrap builds the injector, registers the configuration, the logger,
-// the backend, the topics and the events, starts the event services and
-// the scheduler, and fills the HTTP handlers. ctx bounds the start-up only
-// (database migrations): the app runs until Shutdown.
+// bootstrap builds the telemetry and the injector, registers the
+// configuration, the logger, the backend, the topics and the events, starts
+// the event services and the scheduler, and fills the HTTP handlers. ctx
+// bounds the start-up only (database migrations): the app runs until
+// Shutdown.
 func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) {
+	// Metrics and traces (telemetry.go): GET /metrics, and OTLP export
+	// when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	tel, err := newTelemetry(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	ictx := di.NewContext(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, di.Shutdown(ictx))
+			err = errors.Join(err, di.Shutdown(ictx), tel.Shutdown(ictx))
 		}
 	}()
-	app := &App{ctx: ictx, cfg: cfg, log: log, stats: NewStats()}
+	app := &App{ctx: ictx, cfg: cfg, log: log, stats: NewStats(), telemetry: tel}
 
 	// The app's own services, by type: `inject:""` fields get them.
 	if err := errors.Join(
@@ -79,6 +88,11 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	if err != nil {
 		return nil, err
 	}
+	// Every topic, dispatcher and event service of the backend is traced
+	// and measured.
+	if err := tel.conveyor.Register(ictx); err != nil {
+		return nil, err
+	}
 
 	// Topics and event dispatchers, injected by topic name:
 	// `inject:"orders"` on a pubsub.Topic or an event.Dispatcher field.
@@ -97,7 +111,8 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		Workers:      cfg.Workers,
 		DrainTimeout: cfg.DrainTimeout,
 		Logger:       log,
-		Middleware:   []event.Middleware{event.Observe(app.stats.Observe)},
+		// The events' attributes on their spans, and the counts of /stats.
+		Middleware: []event.Middleware{tel.conveyor.Middleware(), event.Observe(app.stats.Observe)},
 	}
 	fulfilment, err := event.NewService(orders.Topic, opts)
 	if err != nil {
@@ -124,6 +139,7 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	if err := di.Fill(ictx, &app.handlers); err != nil {
 		return nil, err
 	}
+	app.handlers.Metrics = tel.MetricsHandler(log)
 	if app.ps, err = di.Resolve[pubsub.PubSub](ictx); err != nil {
 		return nil, err
 	}
@@ -259,9 +275,10 @@ func redactDSN(dsn string) string {
 // Shutdown stops the app without losing work: no more periodic events; on
 // the in-memory backend, the events still queued are handled first (they
 // exist nowhere else); then the event services finish the events in hand
-// and the backend and the database are closed, in dependency order. Each
-// step waits at most cfg.DrainTimeout. Stop the HTTP server before, so that
-// no order arrives meanwhile.
+// and the backend and the database are closed, in dependency order; last,
+// the spans still buffered are sent. Each step waits at most
+// cfg.DrainTimeout. Stop the HTTP server before, so that no order arrives
+// meanwhile.
 func (a *App) Shutdown() error {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.DrainTimeout)
 	defer cancel()
@@ -279,9 +296,17 @@ func (a *App) Shutdown() error {
 	if err := di.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := a.telemetry.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	handled, failed := a.stats.Counts()
 	a.log.Info("stopped", "handled", handled, "failed", failed)
 	return errors.Join(errs...)
+}
+
+// Handler is the app's HTTP handler: its routes, measured and traced.
+func (a *App) Handler() http.Handler {
+	return a.telemetry.Instrument(a.handlers.Routes())
 }
 
 // drainMemory waits until every subscription of the in-memory topic is

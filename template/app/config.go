@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,7 @@ type Config struct {
 	WriteTimeout time.Duration // CONVEYOR_WRITE_TIMEOUT: longest time to answer a request once read (default 30s)
 	IdleTimeout  time.Duration // CONVEYOR_IDLE_TIMEOUT: how long an idle keep-alive connection stays open (default 1m)
 	LogLevel     slog.Level    // CONVEYOR_LOG_LEVEL: debug, info (default), warn or error
+	OTLPEndpoint string        // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT: where traces go over OTLP/HTTP (default: no tracing)
 }
 
 // Defaults of Config.
@@ -71,6 +73,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Backend:      BackendMem,
 		DatabaseURL:  getenv("DATABASE_URL"),
 		NATSURL:      getenv("NATS_URL"),
+		OTLPEndpoint: cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		Workers:      DefaultWorkers,
 		ReportEvery:  DefaultReportEvery,
 		DrainTimeout: DefaultDrainTimeout,

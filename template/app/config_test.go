@@ -23,6 +23,17 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("got %+v, want %+v", c, want)
 			}
 		}, nil},
+		{"OTLP", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, func(t *testing.T, c Config) {
+			if c.OTLPEndpoint != "http://collector:4318" {
+				t.Errorf("OTLPEndpoint = %q", c.OTLPEndpoint)
+			}
+		}, nil},
+		{"OTLPTracesWins", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:4318/v1/traces"}, func(t *testing.T, c Config) {
+			if c.OTLPEndpoint != "http://traces:4318/v1/traces" {
+				t.Errorf("OTLPEndpoint = %q", c.OTLPEndpoint)
+			}
+		}, nil},
 		{"AddrWinsOverPort", map[string]string{"CONVEYOR_ADDR": "127.0.0.1:0", "PORT": "9000"}, func(t *testing.T, c Config) {
 			if c.Addr != "127.0.0.1:0" {
 				t.Errorf("Addr = %q", c.Addr)

@@ -22,10 +22,11 @@ import (
 // Handlers are the app's HTTP handlers. di.Fill fills the tagged fields of
 // each of them (nested structs are filled too).
 type Handlers struct {
-	Index  IndexHandler
-	Orders OrdersHandler
-	Stats  StatsHandler
-	Health HealthHandler
+	Index   IndexHandler
+	Orders  OrdersHandler
+	Stats   StatsHandler
+	Health  HealthHandler
+	Metrics http.Handler // the app's metrics, from its Telemetry
 }
 
 // Routes returns the app's routes.
@@ -35,6 +36,9 @@ func (h *Handlers) Routes() http.Handler {
 	mux.Handle("POST /orders", &h.Orders)
 	mux.Handle("GET /stats", &h.Stats)
 	mux.Handle("GET /healthz", &h.Health)
+	if h.Metrics != nil {
+		mux.Handle("GET /metrics", h.Metrics)
+	}
 	return mux
 }
 
@@ -57,6 +61,8 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <dd>The events handled and failed, by subscription and type, what analytics counted, and the depth of each queue.</dd>
 <dt><a href="/healthz"><code>GET /healthz</code></a></dt>
 <dd>200 when the backend answers, 503 when it does not.</dd>
+<dt><a href="/metrics"><code>GET /metrics</code></a></dt>
+<dd>The app's metrics in the Prometheus text format: messages sent, consumed, acked, retried and dead, handling times and queue depths, by topic and subscription.</dd>
 </dl>
 </body>
 </html>

@@ -56,7 +56,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, stdout io.Writer) er
 	if err != nil {
 		return errors.Join(fmt.Errorf("%w (set CONVEYOR_ADDR or PORT to a free address)", err), app.Shutdown())
 	}
-	srv := newServer(cfg, app.handlers.Routes(), log)
+	srv := newServer(cfg, app.Handler(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
