@@ -17,7 +17,9 @@
 // batches, stats, subscriptions and an inbox. Enqueue on a full
 // subscription (Options.Capacity ready messages, default 10) blocks until
 // there is room or ctx ends: producers feel backpressure, nothing is
-// dropped. Enqueue copies the data.
+// dropped. Enqueue copies the data; the header its ctx asks for
+// (pubsub.WithHeader) is kept with the message, one for all its copies, and
+// every delivery carries it (pubsub.MessageHeader).
 //
 // Subscriptions follow package pubsub's rules. A publish to several
 // subscriptions goes to all or none of them, and a full one holds the

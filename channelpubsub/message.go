@@ -24,10 +24,11 @@ const (
 
 // entry is a message as the queue keeps it, across all its deliveries.
 type entry struct {
-	q    *queue
-	id   uint64
-	data []byte
-	key  string // unique key, if enqueued with one
+	q      *queue
+	id     uint64
+	data   []byte
+	header pubsub.Header // nil if enqueued without one; never written
+	key    string        // unique key, if enqueued with one
 
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
 	leased     atomic.Uint64 // token of the delivery holding the lease, 0 if none; written under mu
@@ -120,11 +121,15 @@ type message struct {
 	settled bool // guarded by e.mu
 }
 
-var _ backend.Message = (*message)(nil)
+var (
+	_ backend.Message = (*message)(nil)
+	_ pubsub.Headerer = (*message)(nil)
+)
 
-func (m *message) ID() string   { return m.e.ID() }
-func (m *message) Data() []byte { return m.e.data }
-func (m *message) Attempt() int { return m.attempt }
+func (m *message) ID() string            { return m.e.ID() }
+func (m *message) Data() []byte          { return m.e.data }
+func (m *message) Header() pubsub.Header { return m.e.header }
+func (m *message) Attempt() int          { return m.attempt }
 
 // Ack settles the message for good.
 func (m *message) Ack(context.Context) error {

@@ -72,18 +72,19 @@ func newQueue(ps *PubSub, topic, sub string) *queue {
 	return q
 }
 
-// newEntry returns a new entry holding a copy of data.
-func (q *queue) newEntry(data []byte) *entry {
-	return q.keepEntry(append([]byte{}, data...))
+// newEntry returns a new entry holding a copy of data and header h.
+func (q *queue) newEntry(data []byte, h pubsub.Header) *entry {
+	return q.keepEntry(append([]byte{}, data...), h)
 }
 
 // keepEntry returns a new entry holding data itself, which nobody else
-// writes.
-func (q *queue) keepEntry(data []byte) *entry {
+// writes, and header h. h is shared, never written: pubsub.WithHeader
+// made it, and every copy of a publish carries the same one.
+func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 	if data == nil {
 		data = []byte{} // as a copy of nil is
 	}
-	return &entry{q: q, id: q.ps.nextID.Add(1), data: data}
+	return &entry{q: q, id: q.ps.nextID.Add(1), data: data, header: h}
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
@@ -182,12 +183,12 @@ var errStopped = errors.New("stopped")
 // errGone says the queue's subscription was deleted while a call waited.
 var errGone = errors.New("subscription deleted")
 
-// enqueue adds data (itself if owned, else a copy), ready at at (zero:
-// now), waiting for room while the queue is full. A non-empty key is
+// enqueue adds data (itself if owned, else a copy) with header h, ready
+// at at (zero: now), waiting for room while the queue is full. A non-empty key is
 // unique among the messages the queue keeps: a message under a taken key
 // is not added and errDuplicate is returned. A copy for a subscription
 // deleted meanwhile goes with it.
-func (q *queue) enqueue(ctx context.Context, data []byte, owned bool, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
+func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned bool, at time.Time, key string, handleClosed <-chan struct{}) (err error) {
 	if q.batchRest.Load() > 0 {
 		// A batch is still going in: wait behind it, so that a producer's
 		// messages keep their order.
@@ -207,9 +208,9 @@ func (q *queue) enqueue(ctx context.Context, data []byte, owned bool, at time.Ti
 	}
 	var e *entry
 	if owned {
-		e = q.keepEntry(data)
+		e = q.keepEntry(data, h)
 	} else {
-		e = q.newEntry(data)
+		e = q.newEntry(data, h)
 	}
 	if key != "" {
 		if !q.claimKey(key, e) {

@@ -197,14 +197,20 @@ func (ts *topicState) queues() []*queue {
 	return qs
 }
 
-// refuseTx fails an enqueue asked to run in the caller's transaction
-// (pubsub.WithTx): memory cannot take part in it, and enqueueing anyway
+// enqueueContext returns the header an enqueue called with ctx gives its
+// messages (pubsub.WithHeader), and fails the enqueue if that header is
+// invalid or if it is asked to run in the caller's transaction
+// (pubsub.WithTx): memory cannot take part in one, and enqueueing anyway
 // would lose the atomicity the caller asked for.
-func (ts *topicState) refuseTx(ctx context.Context) error {
+func (ts *topicState) enqueueContext(ctx context.Context) (pubsub.Header, error) {
 	if tx := pubsub.TxFrom(ctx); tx != nil {
-		return fmt.Errorf("channelpubsub: enqueue on topic %q in a transaction (%T): the in-memory backend cannot take part in one: %w", ts.name, tx, pubsub.ErrUnsupported)
+		return nil, fmt.Errorf("channelpubsub: enqueue on topic %q in a transaction (%T): the in-memory backend cannot take part in one: %w", ts.name, tx, pubsub.ErrUnsupported)
 	}
-	return nil
+	h, err := pubsub.HeaderFrom(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("channelpubsub: enqueue on topic %q: %w", ts.name, err)
+	}
+	return h, nil
 }
 
 // newHandle returns a handle on subscription sub of ts, whose queue is q.

@@ -65,7 +65,8 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 			return fmt.Errorf("channelpubsub: batch item %d on topic %q: %w", i, ts.name, err)
 		}
 	}
-	if err := ts.refuseTx(ctx); err != nil {
+	h, err := ts.enqueueContext(ctx)
+	if err != nil {
 		return err
 	}
 	qs := *ts.targets.Load()
@@ -73,10 +74,10 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	for i, q := range qs {
 		es[i] = make([]*entry, len(data))
 		for j, d := range data {
-			es[i][j] = q.newEntry(d)
+			es[i][j] = q.newEntry(d, h)
 		}
 	}
-	err := t.pushEach(ctx, qs, es)
+	err = t.pushEach(ctx, qs, es)
 	if err != nil && !errors.Is(err, pubsub.ErrClosed) {
 		return fmt.Errorf("channelpubsub: batch on topic %q: nothing enqueued: %w", ts.name, err)
 	}
@@ -95,8 +96,9 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	return t.publish(ctx, data, false, time.Time{}, key)
 }
 
-// publish adds a copy of data, ready at at (zero: now), to every queue the
-// topic publishes to now; under a non-empty key, only to those keeping no
+// publish adds a copy of data, with the header ctx asks for
+// (pubsub.WithHeader), ready at at (zero: now), to every queue the topic
+// publishes to now; under a non-empty key, only to those keeping no
 // message with key. It reports whether a copy was added. owned says that
 // the caller hands data over: a single queue keeps it, uncopied.
 func (t *topic) publish(ctx context.Context, data []byte, owned bool, at time.Time, key string) (bool, error) {
@@ -107,7 +109,8 @@ func (t *topic) publish(ctx context.Context, data []byte, owned bool, at time.Ti
 	if err := pubsub.CheckSize(data, ts.ps.opts.MaxDataSize); err != nil {
 		return false, fmt.Errorf("channelpubsub: enqueue on topic %q: %w", ts.name, err)
 	}
-	if err := ts.refuseTx(ctx); err != nil {
+	h, err := ts.enqueueContext(ctx)
+	if err != nil {
 		return false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -115,7 +118,7 @@ func (t *topic) publish(ctx context.Context, data []byte, owned bool, at time.Ti
 	}
 	qs := *ts.targets.Load()
 	if len(qs) == 1 {
-		switch err := qs[0].enqueue(ctx, data, owned, at, key, t.h.Closed()); {
+		switch err := qs[0].enqueue(ctx, data, h, owned, at, key, t.h.Closed()); {
 		case errors.Is(err, errDuplicate):
 			return false, nil
 		case errors.Is(err, errStopped):
@@ -128,7 +131,7 @@ func (t *topic) publish(ctx context.Context, data []byte, owned bool, at time.Ti
 	var to []*queue
 	var es [][]*entry
 	for _, q := range qs {
-		e := q.newEntry(data)
+		e := q.newEntry(data, h)
 		if key != "" && !q.claimKey(key, e) {
 			continue
 		}

@@ -68,11 +68,13 @@
 // A message for now waits in its topic's ready table until its first
 // claim moves it into the message table, where delayed, retried, finished
 // and dead messages live; the view conveyor_events_all shows them all. A
-// subscription is a queue of its own there, named after its topic.
-// Each topic costs a table, an index and a few prepared statements per
-// connection: thousands of topics are better served by fewer. Consumers
-// wake on LISTEN/NOTIFY and poll every Options.PollInterval as the
-// fallback. Each PubSub rescues expired leases and prunes finished rows
-// past Options.Retention. docs/architecture.md says where each behaviour
-// lives; docs/design/dbpubsub.md records the measurements behind it.
+// subscription is a queue of its own there, named after its topic. A
+// message's header (pubsub.WithHeader) is a JSON object in its row (NULL
+// without one), kept by every copy, redelivery and re-queue. Each topic
+// costs a table, an index and a few prepared statements per connection:
+// thousands of topics are better served by fewer. Consumers wake on
+// LISTEN/NOTIFY and poll every Options.PollInterval as the fallback. Each
+// PubSub rescues expired leases and prunes finished rows past
+// Options.Retention. docs/architecture.md says where each behaviour lives;
+// docs/design/dbpubsub.md records the measurements behind it.
 package dbpubsub

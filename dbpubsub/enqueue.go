@@ -3,8 +3,10 @@ package dbpubsub
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,13 +86,13 @@ func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	}
 	defer c.close()
 	if c.idb == nil {
-		err = t.insert(ctx, &enqReq{data: c.data, size: c.size})
+		err = t.insert(ctx, c.req(time.Time{}))
 	} else {
 		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
 			if rt.own != nil {
-				return affected(ex.ExecContext(ctx, rt.own.many(len(c.data), true), rt.names[0], c.data, rt.own.ch, rt.version))
+				return affected(ex.ExecContext(ctx, rt.own.many(len(c.data), true), rt.names[0], c.data, rt.own.ch, rt.version, c.headers()))
 			}
-			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans))
+			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
 		})
 	}
 	return c.fail(ctx, err)
@@ -121,12 +123,14 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 		var ok bool
 		if rt.own != nil {
 			var id sql.NullInt64
-			err := ex.QueryRowContext(ctx, stmts.enqueueUniq, rt.names[0], c.data[0], c.inStatement(rt.own.ch), key, rt.version).Scan(&ok, &id)
+			err := ex.QueryRowContext(ctx, stmts.enqueueUniq, rt.names[0], c.data[0], c.inStatement(rt.own.ch), key, rt.version,
+				headerArg(c.header)).Scan(&ok, &id)
 			added = id.Valid
 			return ok, err
 		}
 		var n int64
-		err := ex.QueryRowContext(ctx, stmts.fanUnique, t.pub.topic, rt.version, rt.names, c.data[0], key, c.inStatementAll(rt)).Scan(&ok, &n)
+		err := ex.QueryRowContext(ctx, stmts.fanUnique, t.pub.topic, rt.version, rt.names, c.data[0], key, c.inStatementAll(rt),
+			headerArg(c.header)).Scan(&ok, &n)
 		added = n > 0
 		return ok, err
 	})
@@ -146,19 +150,19 @@ func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
 	}
 	defer c.close()
 	if c.idb == nil {
-		err = t.insert(ctx, &enqReq{data: c.data, at: at, size: c.size})
+		err = t.insert(ctx, c.req(at))
 	} else {
 		stmts := &t.pub.ps.stmts
 		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
 			switch {
 			case rt.own != nil && at.IsZero():
-				return affected(ex.ExecContext(ctx, rt.own.stmts.enqueue, rt.names[0], c.data[0], rt.own.ch, rt.version))
+				return affected(ex.ExecContext(ctx, rt.own.stmts.enqueue, rt.names[0], c.data[0], rt.own.ch, rt.version, headerArg(c.header)))
 			case rt.own != nil:
-				return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version))
+				return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version, headerArg(c.header)))
 			case at.IsZero():
-				return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans))
+				return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
 			}
-			return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans))
+			return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans, c.headers()))
 		})
 	}
 	return c.fail(ctx, err)
@@ -166,20 +170,21 @@ func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
 
 // enqueueCall is one enqueue past the checks every entry point makes.
 type enqueueCall struct {
-	t    *Topic
-	op   string
-	data [][]byte // the payloads, none nil (NULL is not a payload)
-	size int      // bytes of data
-	rt   *route   // where the topic's publishes go (subscription.go), as last used
-	idb  bun.IDB  // the caller's transaction, if ctx carries one
-	ex   execer   // the database/sql handle of idb
+	t      *Topic
+	op     string
+	data   [][]byte // the payloads, none nil (NULL is not a payload)
+	size   int      // bytes of data
+	header string   // the header of every row, as a JSON object; "" if none (see headerJSON)
+	rt     *route   // where the topic's publishes go (subscription.go), as last used
+	idb    bun.IDB  // the caller's transaction, if ctx carries one
+	ex     execer   // the database/sql handle of idb
 }
 
 // open makes the checks every enqueue makes, in order: the handle, the
-// payloads' sizes (an item of a batch is named by its index), ctx, the
-// caller's transaction, the topic's route (whose look-up creates the ready
-// table on first use), and the PubSub being open. The caller closes a call
-// it got.
+// payloads' sizes (an item of a batch is named by its index), the header
+// ctx asks for, ctx, the caller's transaction, the topic's route (whose
+// look-up creates the ready table on first use), and the PubSub being
+// open. The caller closes a call it got.
 func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) (*enqueueCall, error) {
 	if err := t.check(); err != nil {
 		return nil, err
@@ -202,13 +207,16 @@ func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) 
 		return nil, fmt.Errorf("dbpubsub: batch of %d items on %s: %d bytes, over Options.MaxBatchSize (%d): %w",
 			len(c.data), st.label(), c.size, st.ps.opts.MaxBatchSize, pubsub.ErrTooLarge)
 	}
+	var err error
+	if c.header, err = headerJSON(ctx); err != nil {
+		return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if len(c.data) == 0 {
 		return c, nil
 	}
-	var err error
 	if c.idb, c.ex, err = txFrom(ctx); err != nil {
 		return nil, err
 	}
@@ -222,6 +230,68 @@ func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) 
 }
 
 func (c *enqueueCall) close() { c.t.pub.ps.end() }
+
+// req returns the call's rows, to run at at (zero: now), for the grouped
+// statements outside a caller's transaction.
+func (c *enqueueCall) req(at time.Time) *enqReq {
+	return &enqReq{data: c.data, at: at, header: c.header, size: c.size + len(c.data)*len(c.header)}
+}
+
+// headers is the headers[] parameter of the call's rows: each has the
+// call's header (see headerArgs).
+func (c *enqueueCall) headers() any {
+	if c.header == "" {
+		return nil
+	}
+	hs := make([]*string, len(c.data))
+	for i := range hs {
+		hs[i] = &c.header
+	}
+	return hs
+}
+
+// headerJSON returns the header ctx asks for (pubsub.WithHeader) as the
+// JSON object the headers column keeps (migration 0007), "" when there is
+// none: its rows' headers are then NULL. The error wraps
+// pubsub.ErrInvalidHeader.
+func headerJSON(ctx context.Context) (string, error) {
+	h, err := pubsub.HeaderFrom(ctx)
+	if err != nil || h == nil {
+		return "", err
+	}
+	b, err := json.Marshal(h) // a map of strings, valid UTF-8: never fails
+	return string(b), err
+}
+
+// headerArg is the headers parameter of a statement's one row: NULL for
+// no header, which takes no allocation.
+func headerArg(header string) any {
+	if header == "" {
+		return nil
+	}
+	return header
+}
+
+// headerArgs is the headers[] parameter of the rows of group, in order
+// (rows in all), each with its call's header: NULL, which takes no
+// allocation, when no call has one (the statements' unnest pads it with
+// NULLs); otherwise a NULL element for each row without.
+func headerArgs(group []*enqReq, rows int) any {
+	if !slices.ContainsFunc(group, func(q *enqReq) bool { return q.header != "" }) {
+		return nil
+	}
+	hs := make([]*string, 0, rows)
+	for _, q := range group {
+		var h *string
+		if q.header != "" {
+			h = &q.header
+		}
+		for range q.data {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
 
 // publish runs f, one publish statement on the call's route, in the
 // caller's transaction, or on the pool when there is none (see
@@ -340,12 +410,13 @@ func (m *topicMeta) many(rows int, inTx bool) string {
 
 // enqReq is one call's rows, waiting for or in a statement.
 type enqReq struct {
-	data  [][]byte
-	at    time.Time // zero: now
-	size  int       // bytes of data
-	state enqState  // guarded by the enqGroup's mu
-	err   error     // the outcome, set before state becomes enqDone
-	ready chan struct{}
+	data   [][]byte
+	at     time.Time // zero: now
+	header string    // of every row: a JSON object, "" if none
+	size   int       // bytes of data and headers
+	state  enqState  // guarded by the enqGroup's mu
+	err    error     // the outcome, set before state becomes enqDone
+	ready  chan struct{}
 }
 
 type enqState uint8
@@ -549,13 +620,13 @@ func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enq
 		delayed = delayed || !q.at.IsZero()
 	}
 	if m := rt.own; m != nil {
-		switch name := rt.names[0]; {
+		switch name, h := rt.names[0], group[0].header; {
 		case rows == 1 && !delayed:
-			return affected(ex.ExecContext(ctx, m.stmts.insert, name, group[0].data[0], rt.version))
+			return affected(ex.ExecContext(ctx, m.stmts.insert, name, group[0].data[0], rt.version, headerArg(h)))
 		case rows == 1:
-			return affected(ex.ExecContext(ctx, stmts.insertAt, name, group[0].data[0], group[0].at, rt.version))
+			return affected(ex.ExecContext(ctx, stmts.insertAt, name, group[0].data[0], group[0].at, rt.version, headerArg(h)))
 		case len(group) == 1 && !delayed:
-			return affected(ex.ExecContext(ctx, m.many(rows, false), name, group[0].data, rt.version))
+			return affected(ex.ExecContext(ctx, m.many(rows, false), name, group[0].data, rt.version, headerArgs(group, rows)))
 		}
 	}
 	data := make([][]byte, 0, rows)
@@ -571,13 +642,14 @@ func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enq
 			}
 		}
 	}
+	headers := headerArgs(group, rows)
 	switch {
 	case rt.own != nil && delayed:
-		return affected(ex.ExecContext(ctx, stmts.insertManyAt, rt.names[0], data, at, rt.version))
+		return affected(ex.ExecContext(ctx, stmts.insertManyAt, rt.names[0], data, at, rt.version, headers))
 	case rt.own != nil:
-		return affected(ex.ExecContext(ctx, rt.own.many(rows, false), rt.names[0], data, rt.version))
+		return affected(ex.ExecContext(ctx, rt.own.many(rows, false), rt.names[0], data, rt.version, headers))
 	case delayed:
-		return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, data, at, []string{}))
+		return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, data, at, []string{}, headers))
 	}
-	return affected(ex.ExecContext(ctx, rt.fanNowFor(rows), t.pub.topic, rt.version, rt.names, data, []string{}))
+	return affected(ex.ExecContext(ctx, rt.fanNowFor(rows), t.pub.topic, rt.version, rt.names, data, []string{}, headers))
 }

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/service"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // The fetcher of a topic claims rows for the Dequeue calls waiting on it,
@@ -236,11 +238,15 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	var out []*delivery
 	var top int64 // the highest ready row claimed
 	moved := 0
+	var header []byte // the JSON object of a row's header; nil if it has none
 	for rows.Next() {
 		d := &delivery{leased: now}
 		var ready bool
-		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &ready); err != nil {
+		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &header, &ready); err != nil {
 			return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		}
+		if header != nil {
+			d.header = st.decodeHeader(d.id, header)
 		}
 		if ready {
 			top = max(top, d.id)
@@ -255,6 +261,19 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	sortDeliveries(out)
 	st.floor.claimed(len(out) == n, top, now)
 	return out, nil
+}
+
+// decodeHeader returns the header of message id, stored as the JSON object
+// b. One not written by dbpubsub that is no object of strings is logged
+// and left out: the message is delivered all the same.
+func (st *topicState) decodeHeader(id int64, b []byte) pubsub.Header {
+	var h pubsub.Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		st.ps.opts.Logger.Warn("dbpubsub: a message's headers are not a JSON object of strings; delivering it without them",
+			"topic", st.name, "message_id", id, "error", err)
+		return nil
+	}
+	return h
 }
 
 // nextRunAt says when the topic's next pending message is due.

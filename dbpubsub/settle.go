@@ -76,11 +76,17 @@ const (
 	msgExpired          // the lease ran out (the database said so)
 )
 
-var _ backend.Message = (*message)(nil)
+var (
+	_ backend.Message = (*message)(nil)
+	_ pubsub.Headerer = (*message)(nil)
+)
 
 func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
 func (m *message) Data() []byte { return m.d.data }
 func (m *message) Attempt() int { return m.d.attempt }
+
+// Header returns the header the message was enqueued with, nil if none.
+func (m *message) Header() pubsub.Header { return m.d.header }
 
 // Ack settles the message for good; it returns once it is queued for the
 // next grouped statement, or, with Options.ConfirmAck, once that is

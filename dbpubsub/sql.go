@@ -61,8 +61,8 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) = 'o
 // µs: first the due pending rows of the message table (delayed, retried,
 // given back, unique), oldest first, then, for the rest, the rows of the
 // topic's ready table above id $4 (the claim's keyset floor; 0 for all) in
-// id order, moved into the message table as processing. The last column
-// tells the moved rows. RETURNING order is unspecified. The rows taken are
+// id order, moved into the message table as processing, with their
+// headers. The last column tells the moved rows. RETURNING order is unspecified. The rows taken are
 // found again by id = ANY (ARRAY(…)), an index condition in any plan (as a
 // join, a generic plan may hash the whole ready table). Its commit is
 // asynchronous ({ASYNC}): a claim lost in a server crash leaves its rows
@@ -76,7 +76,7 @@ const claimSQL = `WITH m AS MATERIALIZED (
 		UPDATE {T} AS t SET status = 'processing', attempts = t.attempts + 1, token = t.token + 1,
 			lease_until = now() + $3 * interval '1 microsecond'
 		WHERE t.id = ANY (ARRAY(SELECT id FROM m))
-		RETURNING t.id, t.data, t.attempts, t.token, t.run_at),
+		RETURNING t.id, t.data, t.attempts, t.token, t.run_at, t.headers),
 	r AS MATERIALIZED (
 		SELECT id FROM {R}
 		WHERE id > $4
@@ -84,17 +84,17 @@ const claimSQL = `WITH m AS MATERIALIZED (
 		FOR UPDATE SKIP LOCKED),
 	rd AS (
 		DELETE FROM {R} WHERE id = ANY (ARRAY(SELECT id FROM r))
-		RETURNING id, data, created_at),
+		RETURNING id, data, created_at, headers),
 	ri AS (
-		INSERT INTO {T} (id, topic, data, status, run_at, attempts, token, lease_until, created_at)
+		INSERT INTO {T} (id, topic, data, status, run_at, attempts, token, lease_until, created_at, headers)
 		OVERRIDING SYSTEM VALUE
 		SELECT id, $1, data, 'processing', created_at, 1, 1,
-			now() + $3 * interval '1 microsecond', created_at
+			now() + $3 * interval '1 microsecond', created_at, headers
 		FROM rd
-		RETURNING id, data, attempts, token, run_at)
-	SELECT id, data, attempts, token, run_at, false FROM mu
+		RETURNING id, data, attempts, token, run_at, headers)
+	SELECT id, data, attempts, token, run_at, headers, false FROM mu
 	UNION ALL
-	SELECT id, data, attempts, token, run_at, true FROM ri`
+	SELECT id, data, attempts, token, run_at, headers, true FROM ri`
 
 // settleSQL settles the deliveries of rows $1 with tokens $2: status $3,
 // for status pending after $4 µs, with reason $5 (” keeps the last); it
@@ -131,8 +131,11 @@ func newStatements(table string) statements {
 		"{F}", fan, "{S}", quoteIdent(migrations.SubscriptionsTable(table)), "{I}", quoteIdent(migrations.InboxTable(table)),
 		"{G4}", guard(fan, 4), "{G5}", guard(fan, 5), "{G2}", guard(fan, 2))
 	return statements{
-		// The schema-qualified name of the table found in the search_path.
-		resolve: `SELECT n.nspname || '.' || c.relname FROM pg_catalog.pg_class c
+		// The schema-qualified name of the table found in the search_path,
+		// and whether it has the headers column (migration 0007).
+		resolve: `SELECT n.nspname || '.' || c.relname, EXISTS (SELECT FROM pg_catalog.pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped)
+			FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
 
@@ -147,10 +150,13 @@ func newStatements(table string) statements {
 		// (enqueue.go; those for now are in readyStatements); the
 		// notifier tells the other processes after (notify.go). $1 topic,
 		// $2 data, or data[] in the order given; $3 run_at, or run_at[]
-		// (a past time means now); $4 the route's version (guard).
-		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at) SELECT $1, $2, greatest(now(), $3::timestamptz) WHERE {G4}`),
-		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at)
-			SELECT $1, u.d, greatest(now(), u.r) FROM (SELECT unnest($2::bytea[]) AS d, unnest($3::timestamptz[]) AS r) AS u
+		// (a past time means now); $4 the route's version (guard); $5
+		// the headers, or headers[] (NULL: none has one; see headerArg).
+		insertAt: r.Replace(`INSERT INTO {T} (topic, data, run_at, headers)
+			SELECT $1, $2, greatest(now(), $3::timestamptz), $5::jsonb WHERE {G4}`),
+		insertManyAt: r.Replace(`INSERT INTO {T} (topic, data, run_at, headers)
+			SELECT $1, u.d, greatest(now(), u.r), u.h
+			FROM (SELECT unnest($2::bytea[]) AS d, unnest($3::timestamptz[]) AS r, unnest($5::jsonb[]) AS h) AS u
 			WHERE {G4}`),
 
 		// The enqueues in a caller's transaction, and the unique enqueue,
@@ -158,17 +164,18 @@ func newStatements(table string) statements {
 		// '': then the notifier does it after.
 
 		// $1 topic, $2 data, $3 run_at (a past time means now), $4 channel,
-		// $5 the route's version (guard).
+		// $5 the route's version (guard), $6 the headers.
 		enqueueAt: r.Replace(`WITH ins AS (
-				INSERT INTO {T} (topic, data, run_at) SELECT $1, $2, greatest(now(), $3::timestamptz) WHERE {G5} RETURNING id)
+				INSERT INTO {T} (topic, data, run_at, headers)
+				SELECT $1, $2, greatest(now(), $3::timestamptz), $6::jsonb WHERE {G5} RETURNING id)
 			SELECT pg_notify($4, '') FROM ins WHERE $4 <> ''`),
 
 		// $1 topic, $2 data, $3 channel, $4 unique key, $5 the route's
-		// version. One row: whether the route was current, and the id
-		// inserted, NULL when the key was taken.
+		// version, $6 the headers. One row: whether the route was
+		// current, and the id inserted, NULL when the key was taken.
 		enqueueUniq: r.Replace(`WITH g AS MATERIALIZED (SELECT {G5} AS ok),
 			ins AS (
-				INSERT INTO {T} (topic, data, unique_key) SELECT $1, $2, $4 FROM g WHERE g.ok
+				INSERT INTO {T} (topic, data, unique_key, headers) SELECT $1, $2, $4, $6::jsonb FROM g WHERE g.ok
 				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 				RETURNING id)
 			SELECT g.ok, ins.id FROM g LEFT JOIN ins ON true
@@ -257,27 +264,28 @@ func newStatements(table string) statements {
 
 		// A publish for later (or in a caller's transaction for later)
 		// into queues $3 beside their topic $1 of version $2 (guard): the
-		// rows of data $4 to run at $5, in the order given, for each
-		// queue; channels $6 notified in the statement. One row when the
-		// route was current.
+		// rows of data $4 to run at $5 with headers $7, in the order
+		// given, for each queue; channels $6 notified in the statement.
+		// One row when the route was current.
 		fanAt: r.Replace(`WITH g AS MATERIALIZED (SELECT {G2} AS ok),
 			i AS (
-				INSERT INTO {T} (topic, data, run_at)
-				SELECT q.name, u.d, greatest(now(), u.r)
+				INSERT INTO {T} (topic, data, run_at, headers)
+				SELECT q.name, u.d, greatest(now(), u.r), u.h
 				FROM g, unnest($3::text[]) WITH ORDINALITY AS q(name, k),
-					unnest($4::bytea[], $5::timestamptz[]) WITH ORDINALITY AS u(d, r, n)
+					unnest($4::bytea[], $5::timestamptz[], $7::jsonb[]) WITH ORDINALITY AS u(d, r, h, n)
 				WHERE g.ok ORDER BY q.k, u.n),
 			n AS (SELECT pg_notify(c, '') FROM g, unnest($6::text[]) AS c WHERE g.ok)
 			SELECT 1 FROM g WHERE g.ok AND (SELECT count(*) FROM n) >= 0`),
 
 		// A unique publish into queues $3 beside their topic $1 of
-		// version $2: data $4 under key $5 in each queue that does not
-		// keep the key; channels $6 notified in the statement when one
-		// was added. One row: whether the route was current, and how many
-		// copies were added.
+		// version $2: data $4 with headers $7 under key $5 in each queue
+		// that does not keep the key; channels $6 notified in the
+		// statement when one was added. One row: whether the route was
+		// current, and how many copies were added.
 		fanUnique: r.Replace(`WITH g AS MATERIALIZED (SELECT {G2} AS ok),
 			i AS (
-				INSERT INTO {T} (topic, data, unique_key) SELECT q, $4, $5 FROM g, unnest($3::text[]) AS q WHERE g.ok
+				INSERT INTO {T} (topic, data, unique_key, headers)
+				SELECT q, $4, $5, $7::jsonb FROM g, unnest($3::text[]) AS q WHERE g.ok
 				ON CONFLICT (topic, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 				RETURNING topic),
 			n AS (SELECT pg_notify(c, '') FROM unnest($6::text[]) AS c WHERE EXISTS (SELECT FROM i))
@@ -324,38 +332,46 @@ func newReadyStatements(table, ready, seq string) readyStatements {
 	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq),
 		"{G3}", guard(fan, 3), "{G4}", guard(fan, 4), "{ASYNC}", asyncCommit)
 	const (
-		// $1 topic, $2 data[] in the order given, one nextval per row.
-		// Unnested in the select list, the elements come out in array
-		// order and each row takes its id as it comes
-		// (TestEnqueueBigBatchAlone and the conformance suite check it).
-		perRow = `INSERT INTO {R} (topic, data) SELECT $1, unnest($2::bytea[]) WHERE {G}`
+		// $1 topic, $2 data[] in the order given, {H} headers[] (NULL:
+		// none has one), one nextval per row. Unnested in the select
+		// list, the elements come out in array order, side by side (the
+		// shorter, or NULL, array padded with NULLs), and each row takes
+		// its id as it comes (TestEnqueueBigBatchAlone and the
+		// conformance suite check it).
+		perRow = `INSERT INTO {R} (topic, data, headers) SELECT $1, unnest($2::bytea[]), unnest({H}::jsonb[]) WHERE {G}`
 		// The same with one nextval for the statement (the WITH query b,
 		// run once): at most as many rows as the sequence's increment
 		// (migration 0004: 1024) take the ids of the block it reserves, in
 		// the order given by construction (the block's first id plus the
 		// row's position).
 		block     = `b AS MATERIALIZED (SELECT nextval({SEQ}::regclass) AS first)`
-		blockRows = `INSERT INTO {R} (id, topic, data)
-			SELECT b.first + u.n - 1, $1, u.d FROM b, unnest($2::bytea[]) WITH ORDINALITY AS u(d, n) WHERE {G}`
+		blockRows = `INSERT INTO {R} (id, topic, data, headers)
+			SELECT b.first + u.n - 1, $1, u.d, u.h FROM b, unnest($2::bytea[], {H}::jsonb[]) WITH ORDINALITY AS u(d, h, n)
+			WHERE {G}`
 		// In a caller's transaction: notify channel $3 in the statement
 		// (so on commit) unless it is ''.
 		notifyIns = `SELECT pg_notify($3, '') WHERE $3 <> '' AND EXISTS (SELECT FROM ins)`
 	)
-	// The route's version is $3 outside a caller's transaction, $4 inside.
-	out := func(q string) string { return r.Replace(strings.ReplaceAll(q, "{G}", "{G3}")) }
-	in := func(q string) string { return r.Replace(strings.ReplaceAll(q, "{G}", "{G4}")) }
+	// The route's version is $3 outside a caller's transaction, $4
+	// inside; the headers ({H}) are the parameter after it.
+	out := func(q string) string {
+		return r.Replace(strings.NewReplacer("{G}", "{G3}", "{H}", "$4").Replace(q))
+	}
+	in := func(q string) string {
+		return r.Replace(strings.NewReplacer("{G}", "{G4}", "{H}", "$5").Replace(q))
+	}
 	return readyStatements{
 		// Outside a caller's transaction (enqueue.go): the notifier tells
 		// the other processes after (notify.go). $1 topic, $2 data, or
-		// data[].
-		insert:      out(`INSERT INTO {R} (topic, data) SELECT $1, $2 WHERE {G}`),
+		// data[]; $4 the headers, or headers[].
+		insert:      out(`INSERT INTO {R} (topic, data, headers) SELECT $1, $2, {H}::jsonb WHERE {G}`),
 		insertMany:  out(perRow),
 		insertBlock: out(`WITH ` + block + ` ` + blockRows),
 
 		// In a caller's transaction. $1 topic, $2 data or data[], $3
-		// channel.
+		// channel, $5 the headers or headers[].
 		enqueue: in(`WITH ins AS (
-				INSERT INTO {R} (topic, data) SELECT $1, $2 WHERE {G} RETURNING id)
+				INSERT INTO {R} (topic, data, headers) SELECT $1, $2, {H}::jsonb WHERE {G} RETURNING id)
 			SELECT pg_notify($3, '') FROM ins WHERE $3 <> ''`),
 		enqueueBatch:      in(`WITH ins AS (` + perRow + ` RETURNING id) ` + notifyIns),
 		enqueueBatchBlock: in(`WITH ` + block + `, ins AS (` + blockRows + ` RETURNING id) ` + notifyIns),
@@ -367,9 +383,9 @@ func newReadyStatements(table, ready, seq string) readyStatements {
 
 // fanNowSQL is the statement that publishes messages for now to the queues
 // whose ready tables are readies (schema-qualified and quoted), beside
-// their topic $1 of version $2 (guard): the rows of data $4, in the order
-// given, into each queue, the i-th named ($3)[i]; channels $5 notified in
-// the statement. One row when the route was current. With block, each
+// their topic $1 of version $2 (guard): the rows of data $4 with headers
+// $6, in the order given, into each queue, the i-th named ($3)[i];
+// channels $5 notified in the statement. One row when the route was current. With block, each
 // queue's rows take the ids of one block of the sequence seq (as
 // newReadyStatements's insertBlock does: at most its increment of rows),
 // else one nextval each.
@@ -381,13 +397,13 @@ func fanNowSQL(table, seq string, readies []string, block bool) string {
 		if block {
 			fmt.Fprintf(&b, `,
 			b%d AS MATERIALIZED (SELECT nextval(%s::regclass) AS first),
-			i%d AS (INSERT INTO %s (id, topic, data) SELECT b%d.first + u.n - 1, ($3::text[])[%d], u.d
-				FROM g, b%d, unnest($4::bytea[]) WITH ORDINALITY AS u(d, n) WHERE g.ok)`, i, quoteLiteral(seq), i, ready, i, i+1, i)
+			i%d AS (INSERT INTO %s (id, topic, data, headers) SELECT b%d.first + u.n - 1, ($3::text[])[%d], u.d, u.h
+				FROM g, b%d, unnest($4::bytea[], $6::jsonb[]) WITH ORDINALITY AS u(d, h, n) WHERE g.ok)`, i, quoteLiteral(seq), i, ready, i, i+1, i)
 			continue
 		}
 		fmt.Fprintf(&b, `,
-			i%d AS (INSERT INTO %s (topic, data) SELECT ($3::text[])[%d], u.d
-				FROM g, unnest($4::bytea[]) WITH ORDINALITY AS u(d, n) WHERE g.ok ORDER BY u.n)`, i, ready, i+1)
+			i%d AS (INSERT INTO %s (topic, data, headers) SELECT ($3::text[])[%d], u.d, u.h
+				FROM g, unnest($4::bytea[], $6::jsonb[]) WITH ORDINALITY AS u(d, h, n) WHERE g.ok ORDER BY u.n)`, i, ready, i+1)
 	}
 	b.WriteString(`,
 			n AS (SELECT pg_notify(c, '') FROM g, unnest($5::text[]) AS c WHERE g.ok)

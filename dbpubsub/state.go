@@ -53,6 +53,7 @@ type topicState struct {
 type delivery struct {
 	id      int64
 	data    []byte
+	header  pubsub.Header // nil if none
 	attempt int
 	token   int64
 	runAt   time.Time
@@ -262,7 +263,8 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 
 // qualifiedTable returns the schema-qualified name of the message table,
 // looking it up once. It wraps migrations.ErrNotMigrated when the table
-// does not exist.
+// does not exist, or lacks migration 0007 (every statement that writes or
+// claims messages names its headers column).
 func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	if q := ps.qualified.Load(); q != nil {
 		return *q, nil
@@ -270,14 +272,18 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	// No lock while querying: callers give up with their own ctx, and
 	// concurrent look-ups find the same answer.
 	var q string
+	var headers bool
 	sctx, cancel := ps.stmtCtx(ctx)
-	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q)
+	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q, &headers)
 	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", migrations.NotMigratedError(ps.opts.Table, "is missing")
 	}
 	if err != nil {
 		return "", fmt.Errorf("look up table %q: %w", ps.opts.Table, err)
+	}
+	if !headers {
+		return "", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0007 (message headers)")
 	}
 	ps.qualified.Store(&q)
 	return q, nil

@@ -305,3 +305,54 @@ func TestEveryMigrationDownAndUp(t *testing.T) {
 		t.Errorf("the ready-table function after down and up again is\n%s\n%s\nwant\n%s\n%s", def, acl, wantDef, wantACL)
 	}
 }
+
+// Migration 0007 gives the message table and every topic's ready table,
+// those made before it and after, a headers column; the claim moves a
+// ready row's header with it, and the view shows it. Its down migration
+// takes the column away from all of them and leaves the view usable.
+func TestHeadersOnEveryReadyTable(t *testing.T) {
+	db := migratedJobs(t)
+	hasHeaders := func(table string) bool {
+		t.Helper()
+		return count(t, db, `SELECT count(*) FROM pg_attribute
+			WHERE attrelid = '`+table+`'::regclass AND attname = 'headers' AND NOT attisdropped`) == 1
+	}
+	readyTable := func(topic string) string {
+		t.Helper()
+		var name string
+		if err := db.DB.QueryRowContext(context.Background(), `SELECT jobs_ready_table($1)`, topic).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	runFile(t, db, "0007_headers.tx.down.sql")
+	before := readyTable("before")
+	exec(t, db, `INSERT INTO `+before+` (topic, data) VALUES ('before', 'old')`)
+	runFile(t, db, "0007_headers.tx.up.sql")
+	after := readyTable("after")
+	for _, table := range []string{"jobs", "jobs_ready", before, after} {
+		if !hasHeaders(table) {
+			t.Fatalf("%s has no headers column after 0007", table)
+		}
+	}
+	exec(t, db,
+		`INSERT INTO `+after+` (topic, data, headers) VALUES ('after', 'new', '{"tenant": "acme"}')`,
+		`INSERT INTO jobs (topic, data, headers) VALUES ('after', 'delayed', '{"k": "v"}')`)
+	if n := count(t, db, `SELECT count(*) FROM jobs_all
+		WHERE headers->>'tenant' = 'acme' OR headers->>'k' = 'v' OR (data = 'old' AND headers IS NULL)`); n != 3 {
+		t.Fatalf("the view shows %d of the 3 rows with their headers, want 3", n)
+	}
+	runFile(t, db, "0007_headers.tx.down.sql")
+	for _, table := range []string{"jobs", "jobs_ready", before, after} {
+		if hasHeaders(table) {
+			t.Fatalf("%s keeps a headers column after 0007's down migration", table)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM jobs_all`); n != 3 {
+		t.Fatalf("the view after 0007's down migration shows %d rows, want 3", n)
+	}
+	runFile(t, db, "0007_headers.tx.up.sql")
+	if !hasHeaders(before) || !hasHeaders(readyTable("later")) {
+		t.Fatal("no headers column after 0007 down and up again")
+	}
+}

@@ -14,13 +14,14 @@ import (
 
 // The dead letters of a subscription are the messages on its subject of
 // the topic's dead-letter stream, oldest death first: each keeps the
-// message's data, its ID, the deliveries it had and its last error; the
-// time the server stored it is when it died.
+// message's data, its header, its ID, the deliveries it had and its last
+// error; the time the server stored it is when it died.
 
 // deadEntry is one dead message and where it is kept.
 type deadEntry struct {
 	pubsub.DeadMessage
-	seq uint64 // in the dead-letter stream
+	header pubsub.Header
+	seq    uint64 // in the dead-letter stream
 }
 
 // deadSubject is the subject of the subscription's dead messages.
@@ -44,7 +45,8 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 		if err != nil {
 			return s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
 		}
-		e := deadEntry{seq: raw.Sequence, DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID), Data: raw.Data, DiedAt: raw.Time}}
+		e := deadEntry{seq: raw.Sequence, header: headerOf(raw.Header),
+			DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID), Data: raw.Data, DiedAt: raw.Time}}
 		e.Attempts, _ = strconv.Atoi(raw.Header.Get(hdrAttempts))
 		e.LastError, _ = url.QueryUnescape(raw.Header.Get(hdrError))
 		if !each(e) {
@@ -91,9 +93,9 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	return t.sub.requeue(ctx, *found)
 }
 
-// requeue publishes e to the subscription alone, then deletes it from the
-// dead letters. A failure between the two leaves it both ready and dead,
-// never neither.
+// requeue publishes e, with its header, to the subscription alone, then
+// deletes it from the dead letters. A failure between the two leaves it
+// both ready and dead, never neither.
 func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 	if c, _, err := s.lookup(ctx); err != nil || c == nil {
 		if err == nil {
@@ -101,7 +103,7 @@ func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 		}
 		return err
 	}
-	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data); err != nil {
+	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data, e.header); err != nil {
 		return err
 	}
 	d, err := s.st.deadStream(ctx, false)

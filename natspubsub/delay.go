@@ -48,12 +48,13 @@ const moverAckWait = 30 * time.Second
 // EnqueueAt publishes data to be delivered no earlier than at; a time not
 // after now is an Enqueue. The rest is as Enqueue.
 func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	if err := t.checkEnqueue(ctx, data); err != nil {
+	h, err := t.checkEnqueue(ctx, data)
+	if err != nil {
 		return err
 	}
 	st := t.st
 	if !time.Now().Before(at) {
-		_, err := st.publish(ctx, st.n.publish, nuid.Next(), "", data)
+		_, err := st.publish(ctx, st.n.publish, nuid.Next(), "", data, h)
 		return err
 	}
 	if _, err := st.schedule(ctx); err != nil {
@@ -65,7 +66,8 @@ func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 		hdrDue:      []string{strconv.FormatInt(at.UnixNano(), 10)},
 		hdrEnqueued: []string{strconv.FormatInt(time.Now().UnixNano(), 10)},
 	}}
-	_, err := st.publishMsg(ctx, msg)
+	putHeader(msg.Header, h)
+	_, err = st.publishMsg(ctx, msg)
 	return err
 }
 
@@ -169,7 +171,8 @@ func (st *topicState) moveOnce(ctx context.Context) error {
 }
 
 // due publishes the delayed message jm to the topic if it is due, and
-// gives it back for the time it still has to wait if not.
+// gives it back for the time it still has to wait if not. The message
+// keeps its header.
 func (st *topicState) due(ctx context.Context, jm jetstream.Msg) error {
 	at, err := strconv.ParseInt(jm.Headers().Get(hdrDue), 10, 64)
 	if err != nil {
@@ -194,6 +197,7 @@ func (st *topicState) due(ctx context.Context, jm jetstream.Msg) error {
 		hdrEnqueued:           []string{jm.Headers().Get(hdrEnqueued)},
 		jetstream.MsgIDHeader: []string{"s:" + id},
 	}}
+	putHeader(msg.Header, headerOf(jm.Headers()))
 	if _, err := st.publishMsg(ctx, msg); err != nil {
 		return err
 	}

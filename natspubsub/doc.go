@@ -59,8 +59,11 @@
 // consumes the topic. Claim (the inbox) writes at once: NATS takes part in
 // no caller's transaction, and an enqueue in one (pubsub.WithTx) is
 // refused with pubsub.ErrUnsupported. Batch enqueue is not offered
-// (JetStream 2.9 has no atomic batch). The largest payload is the
-// server's max_payload (1 MiB by default) less 4 KiB for headers.
+// (JetStream 2.9 has no atomic batch). A message's pubsub.Header travels
+// as NATS headers under keys of its own ("Conveyor-H-<key>"), so no key is
+// refused or taken for conveyor's or the server's. The largest payload is
+// the server's max_payload (1 MiB by default) less about 21 KiB for
+// headers.
 //
 // Every request to the server has a deadline (Options.RequestTimeout, or
 // the caller's earlier one). While the server cannot be reached, Enqueue

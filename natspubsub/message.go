@@ -27,7 +27,8 @@ type message struct {
 	id      string
 	seq     uint64 // in the topic's stream
 	attempt int
-	gen     uint64 // the subscription's, when delivered
+	gen     uint64        // the subscription's, when delivered
+	header  pubsub.Header // nil if none
 
 	mu       sync.Mutex
 	settled  bool
@@ -35,7 +36,10 @@ type message struct {
 	renew    *time.Timer // keeps an extended lease alive at the server
 }
 
-var _ backend.Message = (*message)(nil)
+var (
+	_ backend.Message = (*message)(nil)
+	_ pubsub.Headerer = (*message)(nil)
+)
 
 // leaseMargin is how much earlier than the server this process takes a
 // delivery's lease to end: the server started the lease when it sent the
@@ -71,7 +75,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	}
 	lease := s.st.ps.opts.Lease
 	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
-		deadline: now.Add(lease - leaseMargin(lease))}
+		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease))}
 	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		m.attempt = max
@@ -109,6 +113,9 @@ func (m *message) leaseDeadline() time.Time {
 
 func (m *message) ID() string   { return m.id }
 func (m *message) Data() []byte { return m.jm.Data() }
+
+// Header returns the header the message was enqueued with (nil if none).
+func (m *message) Header() pubsub.Header { return m.header }
 
 // Attempt returns the delivery number: 1 on the first delivery.
 func (m *message) Attempt() int { return m.attempt }
@@ -226,7 +233,7 @@ func (m *message) error(op string, err error) error {
 }
 
 // kill keeps the message in the topic's dead-letter stream, with its
-// attempts and reason, then acks its delivery. The dead copy's message ID
+// header, attempts and reason, then acks its delivery. The dead copy's message ID
 // at the server (Nats-Msg-Id) is the delivery's stream sequence, so a kill
 // retried after a lost ack keeps one copy.
 func (m *message) kill(ctx context.Context, reason string) error {
@@ -249,6 +256,7 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	if reason != "" {
 		msg.Header.Set(hdrError, url.QueryEscape(reason)) // a header value holds no line breaks
 	}
+	putHeader(msg.Header, m.header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {

@@ -13,7 +13,8 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Headers conveyor sets on the messages it publishes.
+// Headers conveyor sets on the messages it publishes (a message's
+// pubsub.Header has keys of its own: header.go).
 const (
 	hdrID       = "Conveyor-Id"       // the message's ID, kept across re-queues
 	hdrAttempts = "Conveyor-Attempts" // a dead message's deliveries
@@ -72,16 +73,19 @@ func (t *Topic) check() error {
 	return nil
 }
 
-// Enqueue publishes data to the topic and returns once the server stored
+// Enqueue publishes data, with the header ctx asks for
+// (pubsub.WithHeader), to the topic and returns once the server stored
 // it. Data over Options.MaxDataSize is refused with an error wrapping
-// pubsub.ErrTooLarge; an enqueue asked to run in a transaction
+// pubsub.ErrTooLarge, an invalid header with one wrapping
+// pubsub.ErrInvalidHeader; an enqueue asked to run in a transaction
 // (pubsub.WithTx) with an error wrapping pubsub.ErrUnsupported, since a
 // NATS publish takes part in none.
 func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
-	if err := t.checkEnqueue(ctx, data); err != nil {
+	h, err := t.checkEnqueue(ctx, data)
+	if err != nil {
 		return err
 	}
-	_, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), "", data)
+	_, err = t.st.publish(ctx, t.st.n.publish, nuid.Next(), "", data, h)
 	return err
 }
 
@@ -96,40 +100,47 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if err := pubsub.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("natspubsub: unique enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
 	}
-	if err := t.checkEnqueue(ctx, data); err != nil {
+	h, err := t.checkEnqueue(ctx, data)
+	if err != nil {
 		return false, err
 	}
-	dup, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), uniquePrefix+token(key), data)
+	dup, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), uniquePrefix+token(key), data, h)
 	return err == nil && !dup, err
 }
 
-// checkEnqueue refuses what no enqueue of data with ctx can do, and makes
-// sure the topic has a consumer to keep the message for.
-func (t *Topic) checkEnqueue(ctx context.Context, data []byte) error {
+// checkEnqueue refuses what no enqueue of data with ctx can do, makes sure
+// the topic has a consumer to keep the message for, and returns the header
+// ctx asks for.
+func (t *Topic) checkEnqueue(ctx context.Context, data []byte) (pubsub.Header, error) {
 	if err := t.check(); err != nil {
-		return err
+		return nil, err
 	}
 	if tx := pubsub.TxFrom(ctx); tx != nil {
-		return fmt.Errorf("natspubsub: enqueue on %s in a transaction (%T): NATS takes part in none: %w",
+		return nil, fmt.Errorf("natspubsub: enqueue on %s in a transaction (%T): NATS takes part in none: %w",
 			backend.Label(t.st.name, t.sub.name), tx, pubsub.ErrUnsupported)
 	}
 	if err := pubsub.CheckSize(data, t.st.ps.opts.MaxDataSize); err != nil {
-		return fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
+		return nil, fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
+	}
+	h, err := pubsub.HeaderFrom(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	return t.st.ensurePublishable(ctx)
+	return h, t.st.ensurePublishable(ctx)
 }
 
-// publish stores data as message id on subject of the topic's stream. With
-// a msgID (the Nats-Msg-Id header), it reports whether the stream refused
-// it as a duplicate within its window.
-func (st *topicState) publish(ctx context.Context, subject, id, msgID string, data []byte) (dup bool, err error) {
+// publish stores data as message id, with header h, on subject of the
+// topic's stream. With a msgID (the Nats-Msg-Id header), it reports
+// whether the stream refused it as a duplicate within its window.
+func (st *topicState) publish(ctx context.Context, subject, id, msgID string, data []byte, h pubsub.Header) (dup bool, err error) {
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{hdrID: []string{id}}}
 	if msgID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	}
+	putHeader(msg.Header, h)
 	return st.publishMsg(ctx, msg)
 }
 

@@ -60,6 +60,7 @@
 //
 // WithTx asks every enqueue made with its ctx to run in the caller's
 // transaction; a backend that cannot honour it refuses with ErrUnsupported.
+// WithHeader gives their messages a Header, carried to every delivery.
 //
 // # Injecting topics
 //

@@ -28,22 +28,22 @@
 // # Model
 //
 // Each of Options.Workers goroutines dequeues a message from the source,
-// publishes its data to the destination with pubsub.EnqueueUnique under
-// Key(Options.Source, its ID), and acks it in the source once the
-// destination has it, whether added or already kept (Stats counts both).
-// A rolled-back enqueue was never in the source and never reaches the
-// destination. The source's competing consumers let Relays in several
-// processes share one source.
+// publishes its data and its header (pubsub.MessageHeader) to the
+// destination with pubsub.EnqueueUnique under Key(Options.Source, its
+// ID), and acks it in the source once the destination has it, whether
+// added or already kept (Stats counts both). A rolled-back enqueue was
+// never in the source and never reaches the destination. The source's
+// competing consumers let Relays in several processes share one source.
 //
 // A publish refused for good (pubsub.ErrTooLarge, pubsub.ErrInvalidKey,
-// or what Options.Permanent says) makes the message dead in the source at
-// once with its reason (pubsub.Reject), listed by pubsub.ListDead and
-// re-queued by pubsub.RequeueDead; the Relay goes on. Any other failed
-// publish gives the message back to the source with its reason
-// (pubsub.Fail), to come back after the source's retry backoff, dead when
-// its attempts run out; the worker pauses (up to 5 s) before its next
-// message. A Relay drops no message. A closed source or destination stops
-// Run with an error wrapping pubsub.ErrClosed.
+// pubsub.ErrInvalidHeader, or what Options.Permanent says) makes the
+// message dead in the source at once with its reason (pubsub.Reject),
+// listed by pubsub.ListDead and re-queued by pubsub.RequeueDead; the Relay
+// goes on. Any other failed publish gives the message back to the source
+// with its reason (pubsub.Fail), to come back after the source's retry
+// backoff, dead when its attempts run out; the worker pauses (up to 5 s)
+// before its next message. A Relay drops no message. A closed source or
+// destination stops Run with an error wrapping pubsub.ErrClosed.
 //
 // # Guarantees
 //

@@ -156,15 +156,15 @@ type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
-// move publishes m to the destination and settles it in the source. It
-// returns nil when m is settled for good (relayed, a duplicate, or dead),
-// a fatalError when the Relay must stop, or the error of a publish that
-// may succeed later (m was given back to the source).
+// move publishes m, with its header, to the destination and settles it in
+// the source. It returns nil when m is settled for good (relayed, a
+// duplicate, or dead), a fatalError when the Relay must stop, or the error
+// of a publish that may succeed later (m was given back to the source).
 func (r *Relay) move(ctx context.Context, m pubsub.Message) error {
 	// The message in hand is finished even when ctx ends meanwhile: its
 	// publish, then its settle, each within Options.Timeout.
 	ctx = context.WithoutCancel(ctx)
-	pctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	pctx, cancel := context.WithTimeout(pubsub.WithHeader(ctx, pubsub.MessageHeader(m)), r.opts.Timeout)
 	added, err := r.to.EnqueueUnique(pctx, Key(r.opts.Source, m.ID()), m.Data())
 	cancel()
 	switch {
@@ -198,7 +198,7 @@ func (r *Relay) move(ctx context.Context, m pubsub.Message) error {
 // permanent reports whether the destination's err means m can never be
 // published.
 func (r *Relay) permanent(err error) bool {
-	return errors.Is(err, pubsub.ErrTooLarge) || errors.Is(err, pubsub.ErrInvalidKey) ||
+	return errors.Is(err, pubsub.ErrTooLarge) || errors.Is(err, pubsub.ErrInvalidKey) || errors.Is(err, pubsub.ErrInvalidHeader) ||
 		r.opts.Permanent != nil && r.opts.Permanent(err)
 }
 

@@ -3,10 +3,13 @@ package relay_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub"
@@ -190,6 +193,56 @@ func destinations(t *testing.T) map[string]func(t *testing.T) pubsub.Topic {
 			t.Cleanup(func() { _ = ps.Close() })
 			return ps.Topic("inbox")
 		},
+	}
+}
+
+// TestRelayKeepsHeaders relays messages with and without a header from a
+// dbpubsub outbox, enqueued in the producer's transaction: each arrives in
+// the destination with the header it was enqueued with, or none.
+func TestRelayKeepsHeaders(t *testing.T) {
+	t.Parallel()
+	for name, newDest := range destinations(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, db := dbpubsubtest.NewStore(t)
+			src := dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet}).Topic("outbox")
+			dst := newDest(t)
+			ctx := context.Background()
+			want := map[string]pubsub.Header{
+				"traced": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tenant": " acme "},
+				"plain":  nil,
+			}
+			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				for d, h := range want {
+					if err := src.Enqueue(pubsub.WithHeader(dbpubsub.WithTx(ctx, tx), h), []byte(d)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := relay.New(src, dst, relay.Options{Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runRelay(t, r)
+			for range want {
+				dctx, cancel := context.WithTimeout(ctx, patience)
+				m, err := dst.Dequeue(dctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("Dequeue from the destination: %v", err)
+				}
+				if got := pubsub.MessageHeader(m); !maps.Equal(got, want[string(m.Data())]) {
+					t.Errorf("message %q arrived with header %q, want %q", m.Data(), got, want[string(m.Data())])
+				}
+				if err := m.Ack(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

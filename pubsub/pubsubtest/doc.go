@@ -26,7 +26,9 @@
 // and dead letters, deletion, names, claims. A publish in a transaction
 // that rolls back must leave no copy in any subscription: the suite cannot
 // make a transaction of the backend's store, so the backend's own tests
-// check that.
+// check that. Message headers (headers.go) are checked on every enqueue
+// the backend offers and on every kind of delivery: every backend must
+// carry them.
 //
 // The cases run in parallel, each on its own backend. Timing cases use short
 // leases and backoffs from Config; they assert lower bounds (a message must

@@ -56,7 +56,8 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	for _, c := range append(cases, subscriptionCases...) {
+	cases = append(append(cases, subscriptionCases...), headerCases...)
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(t, h)
