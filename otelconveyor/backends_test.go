@@ -93,7 +93,10 @@ func newSDK(t *testing.T, opts otelconveyor.Options) *sdk {
 		_ = s.tp.Shutdown(context.Background())
 		_ = mp.Shutdown(context.Background())
 	})
-	opts.TracerProvider, opts.MeterProvider = s.tp, mp
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = s.tp
+	}
+	opts.MeterProvider = mp
 	tel, err := otelconveyor.New(opts)
 	if err != nil {
 		t.Fatal(err)

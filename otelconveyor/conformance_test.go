@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -11,10 +13,11 @@ import (
 )
 
 // TestConformance runs the contract's suite on a wrapped backend, with a
-// recording SDK: the wrapping changes nothing a caller can observe, and
-// every ability stays reachable.
+// recording meter and no tracer (the suite checks headers exactly, and a
+// tracer adds traceparent to each): the wrapping changes nothing else a
+// caller can observe, and every ability stays reachable.
 func TestConformance(t *testing.T) {
-	s := newSDK(t, otelconveyor.Options{StatsInterval: 1})
+	s := newSDK(t, otelconveyor.Options{StatsInterval: 1, TracerProvider: noop.NewTracerProvider()})
 	pubsubtest.Run(t, pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
 			ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 256, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize})

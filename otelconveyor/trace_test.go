@@ -50,8 +50,12 @@ func TestEventTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{StatsInterval: 1})
 		ctx := di.NewContext(context.Background())
-		t.Cleanup(func() { _ = di.Shutdown(context.Background()) })
 		register(t, ctx)
+		t.Cleanup(func() { // before the store's cleanup
+			if err := di.Shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		})
 		if err := s.tel.Register(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -247,8 +251,12 @@ func TestTopicTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := di.NewContext(context.Background())
-		t.Cleanup(func() { _ = di.Shutdown(context.Background()) })
 		register(t, ctx)
+		t.Cleanup(func() { // before the store's cleanup
+			if err := di.Shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		})
 		if err := s.tel.Register(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -304,8 +312,12 @@ func TestMiddlewareAlone(t *testing.T) {
 	for _, b := range backends[:1] {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := di.NewContext(context.Background())
-		t.Cleanup(func() { _ = di.Shutdown(context.Background()) })
 		b.register(t, ctx)
+		t.Cleanup(func() {
+			if err := di.Shutdown(ctx); err != nil {
+				t.Error(err)
+			}
+		})
 		if err := event.Register(ctx); err != nil {
 			t.Fatal(err)
 		}
