@@ -784,7 +784,7 @@ func machine() map[string]string {
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rev := strings.TrimSpace(string(out))
 		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
-			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di").Output()
+			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di", "otelconveyor").Output()
 		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
 			rev += " + uncommitted changes in the framework's packages"
 		}
@@ -824,6 +824,10 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
    **delivered**: 4 × N over the time from the first publish until every subscription has acked its N copies.
    conveyor dbpubsub (no subscriptions) is the same producer on a plain topic read by W workers (its default
    subscription, one copy of each message): the publish rate conveyor's defaults are compared with.
+
+The **(OTel)** rows are conveyor's with the PubSub wrapped by otelconveyor on the OpenTelemetry SDK, every
+message sampled, spans and metrics made and then dropped (see their configurations); each runs only the scenario
+its overhead target compares with the same system unwrapped in the same run.
 
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
