@@ -270,6 +270,7 @@ func targets(results []Result) []Target {
 	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
 		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
 	}
+	ts = append(ts, otelTargets(results)...)
 	if c, w := find(results, "conveyor event (dbpubsub)", ScEvents), find(results, "watermill cqrs (watermill-sql)", ScEvents); c != nil && w != nil {
 		add("events on dbpubsub ≥ 1.5× Watermill cqrs on watermill-sql", c.Median >= 1.5*w.Median, "%s events/s = %.2f× Watermill cqrs (%s)",
 			num(c.Median), c.Median/w.Median, num(w.Median))
@@ -279,6 +280,28 @@ func targets(results []Result) []Target {
 			num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	return append(ts, natsTargets(results)...)
+}
+
+// otelTargets checks the overhead of otelconveyor (issue 18): each OTel
+// system against the same system unwrapped, on the scenario it runs.
+func otelTargets(results []Result) []Target {
+	var ts []Target
+	for _, c := range []struct {
+		goal, system, sc string
+		min              float64
+	}{
+		{"OTel overhead: channelpubsub round trip instrumented ≥ 0.7× uninstrumented", "conveyor channelpubsub", ScRoundtrip, 0.7},
+		{"OTel overhead: dbpubsub drain instrumented ≥ 0.9× uninstrumented", "conveyor dbpubsub", ScDrain, 0.9},
+	} {
+		plain, wrapped := find(results, c.system, c.sc), find(results, c.system+" (OTel)", c.sc)
+		if plain == nil || wrapped == nil {
+			continue
+		}
+		ts = append(ts, Target{Goal: c.goal, Met: wrapped.Median >= c.min*plain.Median,
+			Actual: fmt.Sprintf("%s msgs/s = %.2f× uninstrumented (%s), every message sampled",
+				num(wrapped.Median), wrapped.Median/plain.Median, num(plain.Median))})
+	}
+	return ts
 }
 
 // natsTargets checks conveyor natspubsub's goals against this run: on
@@ -681,7 +704,7 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 		}
 	}
 	if len(rep.Targets) > 0 {
-		title := "conveyor's targets (issues 6, 16 and 20)"
+		title := "conveyor's targets (issues 6, 16, 18 and 20)"
 		if slices.Contains(s.kinds, KindNATS) {
 			title = "conveyor's targets on NATS"
 		}
