@@ -156,9 +156,9 @@ func orderedSystems() []System {
 
 // preferredOrder puts conveyor first in each group of the table.
 var preferredOrder = []string{
-	"conveyor dbpubsub", "conveyor dbpubsub (ConfirmAck)", "conveyor dbpubsub (ConfirmAck, 128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
+	"conveyor dbpubsub", "conveyor dbpubsub (OTel)", "conveyor dbpubsub (ConfirmAck)", "conveyor dbpubsub (ConfirmAck, 128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
 	"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)",
-	"conveyor channelpubsub", "watermill gochannel", "gocloud mempubsub",
+	"conveyor channelpubsub", "conveyor channelpubsub (OTel)", "watermill gochannel", "gocloud mempubsub",
 	"conveyor event (dbpubsub)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
 

@@ -270,6 +270,7 @@ func targets(results []Result) []Target {
 	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
 		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
 	}
+	ts = append(ts, otelTargets(results)...)
 	if c, w := find(results, "conveyor event (dbpubsub)", ScEvents), find(results, "watermill cqrs (watermill-sql)", ScEvents); c != nil && w != nil {
 		add("events on dbpubsub ≥ 1.5× Watermill cqrs on watermill-sql", c.Median >= 1.5*w.Median, "%s events/s = %.2f× Watermill cqrs (%s)",
 			num(c.Median), c.Median/w.Median, num(w.Median))
@@ -279,6 +280,28 @@ func targets(results []Result) []Target {
 			num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	return append(ts, natsTargets(results)...)
+}
+
+// otelTargets checks the overhead of otelconveyor (issue 18): each OTel
+// system against the same system unwrapped, on the scenario it runs.
+func otelTargets(results []Result) []Target {
+	var ts []Target
+	for _, c := range []struct {
+		goal, system, sc string
+		min              float64
+	}{
+		{"OTel overhead: channelpubsub round trip instrumented ≥ 0.7× uninstrumented", "conveyor channelpubsub", ScRoundtrip, 0.7},
+		{"OTel overhead: dbpubsub drain instrumented ≥ 0.9× uninstrumented", "conveyor dbpubsub", ScDrain, 0.9},
+	} {
+		plain, wrapped := find(results, c.system, c.sc), find(results, c.system+" (OTel)", c.sc)
+		if plain == nil || wrapped == nil {
+			continue
+		}
+		ts = append(ts, Target{Goal: c.goal, Met: wrapped.Median >= c.min*plain.Median,
+			Actual: fmt.Sprintf("%s msgs/s = %.2f× uninstrumented (%s), every message sampled",
+				num(wrapped.Median), wrapped.Median/plain.Median, num(plain.Median))})
+	}
+	return ts
 }
 
 // natsTargets checks conveyor natspubsub's goals against this run: on
@@ -681,7 +704,7 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 		}
 	}
 	if len(rep.Targets) > 0 {
-		title := "conveyor's targets (issues 6, 16 and 20)"
+		title := "conveyor's targets (issues 6, 16, 18 and 20)"
 		if slices.Contains(s.kinds, KindNATS) {
 			title = "conveyor's targets on NATS"
 		}
@@ -784,7 +807,7 @@ func machine() map[string]string {
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rev := strings.TrimSpace(string(out))
 		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
-			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di").Output()
+			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di", "otelconveyor").Output()
 		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
 			rev += " + uncommitted changes in the framework's packages"
 		}
@@ -824,6 +847,10 @@ const scenarioNotes = `1. **enqueue**: N messages, one call each, from W gorouti
    **delivered**: 4 × N over the time from the first publish until every subscription has acked its N copies.
    conveyor dbpubsub (no subscriptions) is the same producer on a plain topic read by W workers (its default
    subscription, one copy of each message): the publish rate conveyor's defaults are compared with.
+
+The **(OTel)** rows are conveyor's with the PubSub wrapped by otelconveyor on the OpenTelemetry SDK, every
+message sampled, spans and metrics made and then dropped (see their configurations); each runs only the scenario
+its overhead target compares with the same system unwrapped in the same run.
 
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server

@@ -84,13 +84,28 @@ func TestSmoke(t *testing.T) {
 	if fanOutTargets != 2 {
 		t.Errorf("%d fan-out targets checked, want 2 (delivered against watermill-sql, publish against no subscriptions): %+v", fanOutTargets, rep.Targets)
 	}
+	// The OTel overhead lines: each OTel system against the same system
+	// unwrapped, each with a reason should it be missed.
+	otelTargets := 0
+	for _, tg := range rep.Targets {
+		if strings.HasPrefix(tg.Goal, "OTel overhead") {
+			otelTargets++
+			if why(tg.Goal) == "" {
+				t.Errorf("target %q has no reason in missed.go", tg.Goal)
+			}
+		}
+	}
+	if otelTargets != 2 {
+		t.Errorf("%d OTel overhead targets checked, want 2 (channelpubsub round trip, dbpubsub drain): %+v", otelTargets, rep.Targets)
+	}
 
 	// The outputs.
 	var table bytes.Buffer
 	rep.writeTable(&table)
 	t.Logf("\n%s", table.String())
 	for _, want := range []string{"conveyor dbpubsub", "river (tuned)", "watermill-sql", "gocloud mempubsub", "pgbench",
-		"conveyor event (channelpubsub)", "watermill cqrs (watermill-sql)", "7. events/s", "8. fan-out"} {
+		"conveyor event (channelpubsub)", "watermill cqrs (watermill-sql)", "7. events/s", "8. fan-out",
+		"conveyor channelpubsub (OTel)", "conveyor dbpubsub (OTel)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 
@@ -20,11 +21,13 @@ import (
 // committed), also drained by many consumer goroutines (as River's tuned
 // configuration has many workers), on the drain only; and the defaults
 // publishing to a topic without subscriptions, on the fan-out only (its
-// baseline).
+// baseline); and the defaults traced and measured by otelconveyor, on the
+// drain only.
 type conveyorDB struct {
 	consumers  int  // 0: W
 	confirmAck bool // Options.ConfirmAck
 	noSubs     bool // the fan-out without subscriptions
+	otel       bool // wrapped by otelconveyor (otel.go)
 }
 
 const conveyorManyConsumers = 128
@@ -37,6 +40,7 @@ func init() {
 	register(conveyorDB{confirmAck: true})
 	register(conveyorDB{confirmAck: true, consumers: conveyorManyConsumers})
 	register(conveyorDB{noSubs: true})
+	register(conveyorDB{otel: true})
 }
 
 func (c conveyorDB) Name() string {
@@ -47,6 +51,8 @@ func (c conveyorDB) Name() string {
 		return "conveyor dbpubsub (ConfirmAck)"
 	case c.noSubs:
 		return "conveyor dbpubsub (no subscriptions)"
+	case c.otel:
+		return "conveyor dbpubsub (OTel)"
 	}
 	return "conveyor dbpubsub"
 }
@@ -63,6 +69,9 @@ func (c conveyorDB) Config(cfg Config) string {
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
 	case c.noSubs:
 		workers = "fan-out only: the plain topic, no subscription, W goroutines Dequeue+Ack on its default subscription"
+	case c.otel:
+		workers = "W goroutines Dequeue+Ack, as conveyor dbpubsub; " + otelConfig +
+			"; drain only: a process span per delivery (the prefill's send spans, one per batch, are not timed)"
 	}
 	opts := "dbpubsub.Options{}"
 	if c.confirmAck {
@@ -73,13 +82,14 @@ func (c conveyorDB) Config(cfg Config) string {
 		opts, dbpubsub.DefaultClaimBatch, dbpubsub.DefaultPrefetch, dbpubsub.DefaultPollInterval, conveyorPool(), workers)
 }
 
-// Scenarios limits the many-consumers variant to the drain, and the
+// Scenarios limits the many-consumers variant and the OTel one to the
+// drain (the OTel one's overhead is measured there), and the
 // ConfirmAck variant to the consuming scenarios (its enqueues are those of
 // the defaults). The backlog of a million messages runs on the defaults
 // only, to keep the run within its time budget.
 func (c conveyorDB) Scenarios() []string {
 	switch {
-	case c.consumers > 0:
+	case c.consumers > 0, c.otel:
 		return []string{ScDrain}
 	case c.confirmAck:
 		return []string{ScDrain, ScLatency, ScFanOut}
@@ -104,6 +114,8 @@ type conveyorDBInstance struct {
 	schema    *Schema
 	db        *bun.DB
 	ps        *dbpubsub.PubSub
+	pub       pubsub.PubSub // what the topics are opened on: ps, or its wrapping
+	otel      *otelSDK      // nil: not wrapped
 	topic     pubsub.Topic
 }
 
@@ -113,6 +125,18 @@ func (c conveyorDB) Open(ctx context.Context, env *Env, cfg Config) (Instance, e
 		return nil, err
 	}
 	in.consumers = c.consumers
+	if c.otel {
+		if in.otel, err = newOTelSDK(); err != nil {
+			return nil, errors.Join(err, in.Close())
+		}
+		// The topic is opened on the wrapping instead: close the handle
+		// opened on ps (closing a handle leaves the others alone).
+		if err := in.topic.Close(); err != nil {
+			return nil, errors.Join(err, in.Close())
+		}
+		in.pub = in.otel.tel.Wrap(in.ps)
+		in.topic = in.pub.Topic(conveyorTopic)
+	}
 	return in, nil
 }
 
@@ -132,6 +156,7 @@ func openConveyorDB(ctx context.Context, env *Env, opts dbpubsub.Options) (*conv
 	if err != nil {
 		return nil, errors.Join(err, in.Close())
 	}
+	in.pub = in.ps
 	in.topic = in.ps.Topic(conveyorTopic)
 	return in, nil
 }
@@ -147,7 +172,7 @@ func (in *conveyorDBInstance) EnqueueBatch(ctx context.Context, ms []Msg) error 
 // Subscribe makes subscription name of the topic; the topic's handle
 // (in.topic) publishes to it.
 func (in *conveyorDBInstance) Subscribe(ctx context.Context, name string) (ConsumeFunc, error) {
-	return subscribeTopic(ctx, in.ps, conveyorTopic, name)
+	return subscribeTopic(ctx, in.pub, conveyorTopic, name)
 }
 
 func (in *conveyorDBInstance) Consume(ctx context.Context, workers int, handle func(Msg), done func()) (func() error, error) {
@@ -160,7 +185,11 @@ func (in *conveyorDBInstance) Consume(ctx context.Context, workers int, handle f
 func (in *conveyorDBInstance) Close() error {
 	var errs []error
 	if in.ps != nil {
-		errs = append(errs, in.ps.Close())
+		// Through the wrapping, if any, which closes ps.
+		errs = append(errs, in.pub.(io.Closer).Close())
+	}
+	if in.otel != nil {
+		errs = append(errs, in.otel.shutdown())
 	}
 	if in.db != nil {
 		errs = append(errs, in.db.Close())

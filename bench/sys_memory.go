@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -19,28 +20,60 @@ import (
 // The in-memory systems. Each is measured on the round trip: W producers
 // and W consumers at once; conveyor's also on the fan-out.
 
-// conveyor channelpubsub with its defaults.
-type conveyorChan struct{}
+// conveyor channelpubsub with its defaults; and the same traced and
+// measured by otelconveyor, on the round trip only.
+type conveyorChan struct {
+	otel bool // wrapped by otelconveyor (otel.go)
+}
 
-func init() { register(conveyorChan{}) }
+func init() {
+	register(conveyorChan{})
+	register(conveyorChan{otel: true})
+}
 
-func (conveyorChan) Name() string   { return "conveyor channelpubsub" }
+func (c conveyorChan) Name() string {
+	if c.otel {
+		return "conveyor channelpubsub (OTel)"
+	}
+	return "conveyor channelpubsub"
+}
 func (conveyorChan) Kind() Kind     { return KindMemory }
 func (conveyorChan) Baseline() bool { return false }
-func (conveyorChan) Config(Config) string {
+func (c conveyorChan) Config(Config) string {
+	if c.otel {
+		return fmt.Sprintf("channelpubsub.New() (defaults), W goroutines Enqueue, W Dequeue+Ack, as conveyor channelpubsub; %s; round trip only: two spans per message, send and process", otelConfig)
+	}
 	return fmt.Sprintf("channelpubsub.New() (defaults: Capacity %d, lease %v); W goroutines Enqueue, W Dequeue+Ack; "+
 		"fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each, batches: pubsub.EnqueueBatch",
 		channelpubsub.DefaultCapacity, pubsub.DefaultLease, fanOutSubs, fanOutSubs)
 }
 
+// Scenarios limits the OTel variant to the round trip, the line its
+// overhead is measured on.
+func (c conveyorChan) Scenarios() []string {
+	if c.otel {
+		return []string{ScRoundtrip}
+	}
+	return nil
+}
+
 type conveyorChanInstance struct {
-	ps    *channelpubsub.PubSub
+	ps    pubsub.PubSub // a *channelpubsub.PubSub, or its wrapping
+	otel  *otelSDK      // nil: not wrapped
 	topic pubsub.Topic
 }
 
-func (conveyorChan) Open(context.Context, *Env, Config) (Instance, error) {
-	ps := channelpubsub.New()
-	return &conveyorChanInstance{ps: ps, topic: ps.Topic(conveyorTopic)}, nil
+func (c conveyorChan) Open(context.Context, *Env, Config) (Instance, error) {
+	in := &conveyorChanInstance{ps: channelpubsub.New()}
+	if c.otel {
+		sdk, err := newOTelSDK()
+		if err != nil {
+			return nil, errors.Join(err, in.ps.(io.Closer).Close())
+		}
+		in.otel, in.ps = sdk, sdk.tel.Wrap(in.ps)
+	}
+	in.topic = in.ps.Topic(conveyorTopic)
+	return in, nil
 }
 
 // FanOutSubs makes it run the fan-out scenario.
@@ -62,7 +95,15 @@ func (in *conveyorChanInstance) Consume(ctx context.Context, workers int, handle
 	return consumeTopic(ctx, in.topic, workers, handle, done), nil
 }
 
-func (in *conveyorChanInstance) Close() error { return in.ps.Close() }
+// Close closes the PubSub (through its wrapping, if any) and stops the
+// SDK.
+func (in *conveyorChanInstance) Close() error {
+	err := in.ps.(io.Closer).Close()
+	if in.otel != nil {
+		err = errors.Join(err, in.otel.shutdown())
+	}
+	return err
+}
 
 // Watermill's GoChannel with its defaults. It fans every message out to
 // every subscription, so the W consumers share one subscription's channel.

@@ -34,8 +34,10 @@ func startWorkers(ctx context.Context, w int, loop func(ctx context.Context) err
 }
 
 // consumeTopic is Consume for a conveyor topic: w goroutines Dequeue, hand
-// the message to handle, Ack it (even once ctx has ended, so that no
-// handled message stays unsettled) and call done.
+// the message to handle in its handling context, as a real consumer does
+// (pubsub.HandlingContext: the span of its processing on a PubSub wrapped
+// by otelconveyor, else ctx itself), Ack it (even once ctx has ended, so
+// that no handled message stays unsettled) and call done.
 func consumeTopic(ctx context.Context, tp pubsub.Topic, w int, handle func(Msg), done func()) func() error {
 	return startWorkers(ctx, w, func(ctx context.Context) error {
 		for {
@@ -43,8 +45,9 @@ func consumeTopic(ctx context.Context, tp pubsub.Topic, w int, handle func(Msg),
 			if err != nil {
 				return err
 			}
+			hctx := pubsub.HandlingContext(ctx, m)
 			handle(parsePayload(m.Data()))
-			if err := m.Ack(context.WithoutCancel(ctx)); err != nil {
+			if err := m.Ack(context.WithoutCancel(hctx)); err != nil {
 				return err
 			}
 			done()

@@ -22,6 +22,14 @@ const (
 	OutcomeDead = "dead"
 )
 
+// The conveyor.settle.outcome attribute of each outcome, made once and
+// only read.
+var (
+	ackAttrs  = []attribute.KeyValue{attribute.String("conveyor.settle.outcome", OutcomeAck)}
+	nackAttrs = []attribute.KeyValue{attribute.String("conveyor.settle.outcome", OutcomeNack)}
+	deadAttrs = []attribute.KeyValue{attribute.String("conveyor.settle.outcome", OutcomeDead)}
+)
+
 // processKey marks a ctx carrying the process span of a wrapped message
 // (its value): the event Middleware adds to that span instead of making
 // its own.
@@ -33,6 +41,7 @@ type message struct {
 	pubsub.Message
 	w     *topic_
 	span  trace.Span
+	ctx   context.Context // carries span, for the metrics of the settlement
 	begin time.Time
 	done  atomic.Bool // settled (or its settlement failed): counted and ended once
 }
@@ -48,15 +57,17 @@ func (w *topic_) deliver(m pubsub.Message) *message {
 	if h := pubsub.MessageHeader(m); len(h) > 0 {
 		parent = w.tel.propagator.Extract(parent, headerCarrier(h))
 	}
-	_, span := w.tel.tracer.Start(parent, w.processName, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(w.processAttrs...))
+	ctx, span := w.tel.tracer.Start(parent, w.processName, w.processStart...)
 	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingMessageID(m.ID()), semconv.MessagingMessageBodySize(len(m.Data())))
-		if a := pubsub.Attempt(m); a > 0 {
-			span.SetAttributes(attribute.Int("conveyor.message.attempt", a))
+		a := make([]attribute.KeyValue, 0, 3)
+		a = append(a, semconv.MessagingMessageID(m.ID()), semconv.MessagingMessageBodySize(len(m.Data())))
+		if n := pubsub.Attempt(m); n > 0 {
+			a = append(a, attribute.Int("conveyor.message.attempt", n))
 		}
+		span.SetAttributes(a...)
 	}
-	w.tel.consumed.Add(context.Background(), 1, w.cons.set)
-	return &message{Message: m, w: w, span: span, begin: time.Now()}
+	w.tel.consumed.Add(context.Background(), 1, w.cons.add...)
+	return &message{Message: m, w: w, span: span, ctx: ctx, begin: time.Now()}
 }
 
 // Unwrap returns the wrapped delivery.
@@ -110,7 +121,7 @@ func (m *message) settled(outcome string, reason, err error) {
 	if !m.done.CompareAndSwap(false, true) {
 		return
 	}
-	tel, set := m.w.tel, m.w.cons.set
+	tel, cons := m.w.tel, m.w.cons
 	if err != nil {
 		if m.span.IsRecording() {
 			m.span.RecordError(err, trace.WithAttributes(attribute.String("conveyor.settle.outcome", outcome)))
@@ -119,18 +130,17 @@ func (m *message) settled(outcome string, reason, err error) {
 		m.span.End()
 		return
 	}
-	ctx := trace.ContextWithSpan(context.Background(), m.span)
-	tel.processTime.Record(ctx, time.Since(m.begin).Seconds(), set)
+	tel.processTime.Record(m.ctx, time.Since(m.begin).Seconds(), cons.record...)
+	counter, attrs := tel.dead, deadAttrs
 	switch outcome {
 	case OutcomeAck:
-		tel.acked.Add(ctx, 1, set)
+		counter, attrs = tel.acked, ackAttrs
 	case OutcomeNack:
-		tel.nacked.Add(ctx, 1, set)
-	default:
-		tel.dead.Add(ctx, 1, set)
+		counter, attrs = tel.nacked, nackAttrs
 	}
+	counter.Add(m.ctx, 1, cons.add...)
 	if m.span.IsRecording() {
-		m.span.SetAttributes(attribute.String("conveyor.settle.outcome", outcome))
+		m.span.SetAttributes(attrs...)
 		if outcome != OutcomeAck {
 			desc := outcome
 			if reason != nil {

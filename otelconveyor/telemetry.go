@@ -120,11 +120,13 @@ func New(opts Options) (*Telemetry, error) {
 }
 
 // attrs are the attributes of one subscription of a topic: of its spans,
-// and, as a set made once, of its metrics.
+// and, as a set made once, of its metrics. The options are made once too,
+// so that a measurement allocates no variadic slice.
 type attrs struct {
 	topic, sub string
-	span       []attribute.KeyValue // system, destination (and subscription)
-	set        metric.MeasurementOption
+	span       []attribute.KeyValue  // system, destination (and subscription)
+	add        []metric.AddOption    // the set, for a counter
+	record     []metric.RecordOption // the set, for a histogram
 }
 
 func newAttrs(topic, sub string) *attrs {
@@ -135,6 +137,7 @@ func newAttrs(topic, sub string) *attrs {
 	if sub != "" {
 		a.span = append(a.span, semconv.MessagingConsumerGroupName(sub))
 	}
-	a.set = metric.WithAttributeSet(attribute.NewSet(a.span...))
+	set := metric.WithAttributeSet(attribute.NewSet(a.span...))
+	a.add, a.record = []metric.AddOption{set}, []metric.RecordOption{set}
 	return a
 }

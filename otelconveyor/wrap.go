@@ -107,11 +107,29 @@ func (t *Telemetry) WrapTopic(inner pubsub.Topic, topic, sub string) pubsub.Topi
 	retry, _ := pubsub.TopicRetryPolicy(inner)
 	w := &topic_{inner: inner, tel: t, pub: pub, cons: cons, retry: retry,
 		sendName: "send " + topic, processName: "process " + topic}
-	w.sendAttrs = append(append([]attribute.KeyValue(nil), pub.span...), semconv.MessagingOperationTypeSend)
-	w.processAttrs = append(append([]attribute.KeyValue(nil), cons.span...), semconv.MessagingOperationTypeProcess,
+	for op := range numSendOps {
+		a := append(append([]attribute.KeyValue(nil), pub.span...), semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationName(sendOpNames[op]))
+		w.sendStart[op] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(a...)}
+	}
+	a := append(append([]attribute.KeyValue(nil), cons.span...), semconv.MessagingOperationTypeProcess,
 		semconv.MessagingOperationName("process"))
+	w.processStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(a...)}
 	return w
 }
+
+// sendOp is the operation of a send span (messaging.operation.name).
+type sendOp int
+
+const (
+	opEnqueue sendOp = iota
+	opEnqueueAt
+	opEnqueueBatch
+	opEnqueueUnique
+	numSendOps
+)
+
+var sendOpNames = [numSendOps]string{"enqueue", "enqueue_at", "enqueue_batch", "enqueue_unique"}
 
 // topic_ is a wrapped topic (topic is taken by the parameters' names).
 type topic_ struct {
@@ -121,10 +139,10 @@ type topic_ struct {
 	retry        pubsub.RetryPolicy
 	sendName     string
 	processName  string
-	sendAttrs    []attribute.KeyValue
-	processAttrs []attribute.KeyValue
-	watch        func()      // adds the subscription to the gauges (Wrap), or nil
-	watched      atomic.Bool // watch was called
+	sendStart    [numSendOps][]trace.SpanStartOption // a send span's kind and attributes, by operation
+	processStart []trace.SpanStartOption             // a process span's kind and attributes
+	watch        func()                              // adds the subscription to the gauges (Wrap), or nil
+	watched      atomic.Bool                         // watch was called
 }
 
 var (
@@ -141,13 +159,13 @@ func (w *topic_) Unwrap() pubsub.Topic { return w.inner }
 func (w *topic_) Close() error { return w.inner.Close() }
 
 func (w *topic_) Enqueue(ctx context.Context, data []byte) error {
-	return w.publish(ctx, 1, len(data), "enqueue", func(ctx context.Context) error { return w.inner.Enqueue(ctx, data) })
+	return w.publish(ctx, 1, len(data), opEnqueue, func(ctx context.Context) error { return w.inner.Enqueue(ctx, data) })
 }
 
 // EnqueueOwned keeps the wrapped topic's copy-free enqueue (see
 // backend.OwnedEnqueuer), which the event package uses.
 func (w *topic_) EnqueueOwned(ctx context.Context, data []byte) error {
-	return w.publish(ctx, 1, len(data), "enqueue", func(ctx context.Context) error {
+	return w.publish(ctx, 1, len(data), opEnqueue, func(ctx context.Context) error {
 		if o, ok := w.inner.(backend.OwnedEnqueuer); ok {
 			return o.EnqueueOwned(ctx, data)
 		}
@@ -156,16 +174,16 @@ func (w *topic_) EnqueueOwned(ctx context.Context, data []byte) error {
 }
 
 func (w *topic_) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	return w.publish(ctx, 1, len(data), "enqueue_at", func(ctx context.Context) error { return pubsub.EnqueueAt(ctx, w.inner, data, at) })
+	return w.publish(ctx, 1, len(data), opEnqueueAt, func(ctx context.Context) error { return pubsub.EnqueueAt(ctx, w.inner, data, at) })
 }
 
 func (w *topic_) EnqueueBatch(ctx context.Context, data [][]byte) error {
-	return w.publish(ctx, len(data), -1, "enqueue_batch", func(ctx context.Context) error { return pubsub.EnqueueBatch(ctx, w.inner, data) })
+	return w.publish(ctx, len(data), -1, opEnqueueBatch, func(ctx context.Context) error { return pubsub.EnqueueBatch(ctx, w.inner, data) })
 }
 
 func (w *topic_) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
 	var added bool
-	err := w.publish(ctx, 1, len(data), "enqueue_unique", func(ctx context.Context) (err error) {
+	err := w.publish(ctx, 1, len(data), opEnqueueUnique, func(ctx context.Context) (err error) {
 		added, err = pubsub.EnqueueUnique(ctx, w.inner, key, data)
 		if err == nil && !added {
 			err = errNotAdded
@@ -194,51 +212,64 @@ type startedKey struct{}
 // package calls it before it encodes events, so that each carries the
 // span's trace context (see pubsub.EnqueueStarter).
 func (w *topic_) StartEnqueue(ctx context.Context, n int) (context.Context, func(error)) {
-	op := "enqueue"
+	op := opEnqueue
 	if n != 1 {
-		op = "enqueue_batch"
+		op = opEnqueueBatch
 	}
-	return w.start(ctx, n, -1, op)
+	s := w.start(ctx, n, -1, op)
+	return context.WithValue(s.ctx, startedKey{}, w), s.end
 }
 
 // publish runs do in a send span of n messages of size bytes (one
 // message) counted when do succeeds, unless a StartEnqueue of w started
-// one for it.
-func (w *topic_) publish(ctx context.Context, n, size int, op string, do func(context.Context) error) error {
+// one for it. do's ctx needs no startedKey: it goes to the wrapped topic,
+// never back to w.
+func (w *topic_) publish(ctx context.Context, n, size int, op sendOp, do func(context.Context) error) error {
 	if ctx.Value(startedKey{}) == w {
 		return do(ctx)
 	}
-	ctx, end := w.start(ctx, n, size, op)
-	err := do(ctx)
-	end(err)
+	s := w.start(ctx, n, size, op)
+	err := do(s.ctx)
+	s.end(err)
 	return err
 }
 
-func (w *topic_) start(ctx context.Context, n, size int, op string) (context.Context, func(error)) {
+// sending is an enqueue of n messages in its send span.
+type sending struct {
+	w     *topic_
+	ctx   context.Context // carries the span and asks for its trace context in the header
+	span  trace.Span
+	begin time.Time
+	n     int
+}
+
+func (w *topic_) start(ctx context.Context, n, size int, op sendOp) sending {
 	begin := time.Now()
-	ctx, span := w.tel.tracer.Start(ctx, w.sendName, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(w.sendAttrs...))
+	ctx, span := w.tel.tracer.Start(ctx, w.sendName, w.sendStart[op]...)
 	if span.IsRecording() {
-		span.SetAttributes(semconv.MessagingOperationName(op))
 		if n != 1 {
 			span.SetAttributes(semconv.MessagingBatchMessageCount(n))
 		} else if size >= 0 {
 			span.SetAttributes(semconv.MessagingMessageBodySize(size))
 		}
 	}
-	ctx = context.WithValue(w.tel.inject(ctx), startedKey{}, w)
-	return ctx, func(err error) {
-		w.tel.sendDuration.Record(ctx, time.Since(begin).Seconds(), w.pub.set)
-		switch {
-		case err == nil:
-			w.tel.sent.Add(ctx, int64(n), w.pub.set)
-		case err == errNotAdded:
-			span.SetAttributes(attribute.Bool("conveyor.unique.duplicate", true))
-		default:
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
+	return sending{w: w, ctx: w.tel.inject(ctx), span: span, begin: begin, n: n}
+}
+
+// end counts the enqueue, if it succeeded, and ends its span.
+func (s sending) end(err error) {
+	tel, pub := s.w.tel, s.w.pub
+	tel.sendDuration.Record(s.ctx, time.Since(s.begin).Seconds(), pub.record...)
+	switch {
+	case err == nil:
+		tel.sent.Add(s.ctx, int64(s.n), pub.add...)
+	case err == errNotAdded:
+		s.span.SetAttributes(attribute.Bool("conveyor.unique.duplicate", true))
+	default:
+		s.span.RecordError(err)
+		s.span.SetStatus(codes.Error, err.Error())
 	}
+	s.span.End()
 }
 
 func (w *topic_) Dequeue(ctx context.Context) (pubsub.Message, error) {
