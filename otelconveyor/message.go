@@ -66,7 +66,7 @@ func (w *topic_) deliver(m pubsub.Message) *message {
 		}
 		span.SetAttributes(a...)
 	}
-	w.tel.consumed.Add(context.Background(), 1, w.cons.add...)
+	w.cons.counts.consumed.Add(1)
 	return &message{Message: m, w: w, span: span, ctx: ctx, begin: time.Now()}
 }
 
@@ -131,14 +131,14 @@ func (m *message) settled(outcome string, reason, err error) {
 		return
 	}
 	tel.processTime.Record(m.ctx, time.Since(m.begin).Seconds(), cons.record...)
-	counter, attrs := tel.dead, deadAttrs
+	counter, attrs := &cons.counts.dead, deadAttrs
 	switch outcome {
 	case OutcomeAck:
-		counter, attrs = tel.acked, ackAttrs
+		counter, attrs = &cons.counts.acked, ackAttrs
 	case OutcomeNack:
-		counter, attrs = tel.nacked, nackAttrs
+		counter, attrs = &cons.counts.nacked, nackAttrs
 	}
-	counter.Add(m.ctx, 1, cons.add...)
+	counter.Add(1)
 	if m.span.IsRecording() {
 		m.span.SetAttributes(attrs...)
 		if outcome != OutcomeAck {

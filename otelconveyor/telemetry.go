@@ -56,13 +56,9 @@ type Telemetry struct {
 	interval   time.Duration
 	stats      *statsCollector
 
-	sent         metric.Int64Counter
+	counters     counters
 	sendDuration metric.Float64Histogram
-	consumed     metric.Int64Counter
 	processTime  metric.Float64Histogram
-	acked        metric.Int64Counter
-	nacked       metric.Int64Counter
-	dead         metric.Int64Counter
 }
 
 // New returns a Telemetry on opts' providers. It fails only if an
@@ -91,24 +87,15 @@ func New(opts Options) (*Telemetry, error) {
 		interval:   opts.StatsInterval,
 	}
 	var errs []error
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit("{message}"), metric.WithDescription(desc))
-		errs = append(errs, err)
-		return c
-	}
 	seconds := func(name, desc string) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 		errs = append(errs, err)
 		return h
 	}
-	t.sent = counter("messaging.client.sent.messages", "Messages enqueued (published), by topic.")
+	errs = append(errs, t.counters.register(m))
 	t.sendDuration = seconds("messaging.client.operation.duration", "Duration of an enqueue (publish), by topic.")
-	t.consumed = counter("messaging.client.consumed.messages", "Deliveries handed to a consumer, by topic and subscription.")
 	t.processTime = seconds("messaging.process.duration", "Duration of the handling of a delivery, from its dequeue to its settlement, by topic and subscription.")
-	t.acked = counter("conveyor.messages.acked", "Deliveries acked, by topic and subscription.")
-	t.nacked = counter("conveyor.messages.nacked", "Deliveries nacked or failed and retried, by topic and subscription.")
-	t.dead = counter("conveyor.messages.dead", "Deliveries that made their message dead (rejected, or failed on the last attempt), by topic and subscription.")
 	if opts.StatsInterval > 0 {
 		t.stats = newStatsCollector(opts.StatsInterval)
 		errs = append(errs, t.stats.register(m))
@@ -125,8 +112,8 @@ func New(opts Options) (*Telemetry, error) {
 type attrs struct {
 	topic, sub string
 	span       []attribute.KeyValue  // system, destination (and subscription)
-	add        []metric.AddOption    // the set, for a counter
 	record     []metric.RecordOption // the set, for a histogram
+	counts     *counts               // its message counts, once counted (Telemetry.counted)
 }
 
 func newAttrs(topic, sub string) *attrs {
@@ -138,6 +125,13 @@ func newAttrs(topic, sub string) *attrs {
 		a.span = append(a.span, semconv.MessagingConsumerGroupName(sub))
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(a.span...))
-	a.add, a.record = []metric.AddOption{set}, []metric.RecordOption{set}
+	a.record = []metric.RecordOption{set}
+	return a
+}
+
+// counted returns a with its counts, shared by every handle on the same
+// topic or subscription.
+func (t *Telemetry) counted(a *attrs) *attrs {
+	a.counts = t.counters.of(a.topic, a.sub, a.span)
 	return a
 }

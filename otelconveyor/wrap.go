@@ -103,7 +103,7 @@ func (t *Telemetry) WrapTopic(inner pubsub.Topic, topic, sub string) pubsub.Topi
 	if sub == "" {
 		sub = pubsub.DefaultSubscription
 	}
-	pub, cons := newAttrs(topic, ""), newAttrs(topic, sub)
+	pub, cons := t.counted(newAttrs(topic, "")), t.counted(newAttrs(topic, sub))
 	retry, _ := pubsub.TopicRetryPolicy(inner)
 	w := &topic_{inner: inner, tel: t, pub: pub, cons: cons, retry: retry,
 		sendName: "send " + topic, processName: "process " + topic}
@@ -262,7 +262,7 @@ func (s sending) end(err error) {
 	tel.sendDuration.Record(s.ctx, time.Since(s.begin).Seconds(), pub.record...)
 	switch {
 	case err == nil:
-		tel.sent.Add(s.ctx, int64(s.n), pub.add...)
+		pub.counts.sent.Add(int64(s.n))
 	case err == errNotAdded:
 		s.span.SetAttributes(attribute.Bool("conveyor.unique.duplicate", true))
 	default:
