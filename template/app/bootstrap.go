@@ -207,7 +207,7 @@ func registerNATS(ictx context.Context, cfg Config, log *slog.Logger) error {
 	nc, err := nats.Connect(cfg.NATSURL, nats.Name("conveyor-template"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				log.Warn("NATS disconnected", "err", err)
+				log.Warn("NATS disconnected", "error", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/conveyorgo/conveyor/otelconveyor"
 )
 
 func main() {
@@ -106,9 +108,10 @@ func dialAddr(a net.Addr) string {
 }
 
 // newLogger returns a logger writing lines for people: time, level,
-// message and key=value pairs.
+// message and key=value pairs, with the trace_id and span_id of the span a
+// record is logged in (otelconveyor.LogHandler), when traces are on.
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+	return slog.New(otelconveyor.LogHandler(slog.NewTextHandler(w, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey && len(groups) == 0 {
@@ -116,5 +119,5 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 			}
 			return a
 		},
-	}))
+	})))
 }
