@@ -22,10 +22,16 @@ const (
 	hdrUserPrefix = "Conveyor-H" // what both start with
 )
 
-// maxUserHeaderWire is the most bytes a valid pubsub.Header takes among a
-// message's NATS headers: its keys and values, and for each key a prefix,
-// two '|', ": " and the line's end.
-const maxUserHeaderWire = pubsub.MaxHeaderSize + pubsub.MaxHeaderKeys*(len(hdrUserPadded)+len("||: \r\n"))
+// wireSize is the bytes h takes among a message's NATS headers, as
+// putHeader writes it: its keys and values, and for each key a prefix,
+// the '|' around a padded value, ": " and the line's end.
+func wireSize(h pubsub.Header) int {
+	n := 0
+	for k, v := range h {
+		n += len(hdrUserPadded) + len(k) + len(v) + len("||: \r\n")
+	}
+	return n
+}
 
 // putHeader adds h, a valid header, to wire, the NATS headers of a message.
 func putHeader(wire nats.Header, h pubsub.Header) {

@@ -24,12 +24,11 @@ const (
 	// DefaultInboxRetention is how long an inbox claim is kept: as long
 	// as dbpubsub keeps its finished messages and claims by default.
 	DefaultInboxRetention = 24 * time.Hour
-	// headerRoom is the part of the server's max_payload kept for a
-	// message's headers: those conveyor adds (its ID, and a dead
-	// message's attempts and last error) and the largest valid
-	// pubsub.Header, so that data of up to Options.MaxDataSize is taken
-	// with any header.
-	headerRoom = 4<<10 + maxUserHeaderWire
+	// headerRoom is the part of the server's max_payload kept for the
+	// headers conveyor adds to a message (its ID, and a dead message's
+	// attempts and last error). A caller's pubsub.Header counts toward
+	// Options.MaxDataSize with the data (see wireSize).
+	headerRoom = 4 << 10
 	// maxReasonLen bounds the last error kept with a dead message.
 	maxReasonLen = 2 << 10
 )

@@ -126,6 +126,13 @@ func (t *Topic) checkEnqueue(ctx context.Context, data []byte) (pubsub.Header, e
 	if err != nil {
 		return nil, fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
 	}
+	if h != nil {
+		// The header travels in the same NATS message as the data.
+		if n, limit := len(data)+wireSize(h), t.st.ps.opts.MaxDataSize; n > limit {
+			return nil, fmt.Errorf("natspubsub: enqueue on %s: %w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
+				backend.Label(t.st.name, t.sub.name), pubsub.ErrTooLarge, len(data), n-len(data), limit)
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
