@@ -49,16 +49,7 @@ type handled struct {
 func TestEventTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{StatsInterval: 1})
-		ctx := di.NewContext(context.Background())
-		register(t, ctx)
-		t.Cleanup(func() { // before the store's cleanup
-			if err := di.Shutdown(ctx); err != nil {
-				t.Error(err)
-			}
-		})
-		if err := s.tel.Register(ctx); err != nil {
-			t.Fatal(err)
-		}
+		ctx := newInjector(t, register, s)
 		if err := event.Register(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -250,16 +241,7 @@ func TestEventTrace(t *testing.T) {
 func TestTopicTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})
-		ctx := di.NewContext(context.Background())
-		register(t, ctx)
-		t.Cleanup(func() { // before the store's cleanup
-			if err := di.Shutdown(ctx); err != nil {
-				t.Error(err)
-			}
-		})
-		if err := s.tel.Register(ctx); err != nil {
-			t.Fatal(err)
-		}
+		ctx := newInjector(t, register, s)
 		ps, err := di.Resolve[pubsub.PubSub](ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -367,4 +349,22 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 		}
 	}
 	return ""
+}
+
+// newInjector returns a ctx carrying an injector with the backend
+// register registers, wrapped by s's Telemetry; it is shut down when t
+// ends, before the backend's store is removed.
+func newInjector(t *testing.T, register func(*testing.T, context.Context), s *sdk) context.Context {
+	t.Helper()
+	ctx := di.NewContext(context.Background())
+	register(t, ctx)
+	t.Cleanup(func() {
+		if err := di.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.tel.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
 }
