@@ -142,7 +142,7 @@ func (t *Topic) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekP
 	case pubsub.StateReady:
 		if c.kind != 'r' {
 			err = query('m', opts.State, `SELECT `+cols("run_at")+` FROM `+tbl+`
-				WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND (run_at, id) > ($2, $3)
+				WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND (topic, run_at, id) > ($1, $2, $3)
 				ORDER BY run_at, id LIMIT $4`, st.name, c.at, c.id, n)
 			c = cursor{kind: 'r'}
 		}
@@ -152,7 +152,7 @@ func (t *Topic) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekP
 		}
 	case pubsub.StateScheduled:
 		err = query('s', opts.State, `SELECT `+cols("run_at")+` FROM `+tbl+`
-			WHERE topic = $1 AND status = 'pending' AND run_at > now() AND (run_at, id) > ($2, $3)
+			WHERE topic = $1 AND status = 'pending' AND run_at > now() AND (topic, run_at, id) > ($1, $2, $3)
 			ORDER BY run_at, id LIMIT $4`, st.name, c.at, c.id, n)
 	case pubsub.StateProcessing:
 		err = query('p', opts.State, `SELECT `+cols("lease_until")+` FROM `+tbl+`
@@ -160,7 +160,7 @@ func (t *Topic) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekP
 			ORDER BY id LIMIT $3`, st.name, c.id, n)
 	case pubsub.StateDead:
 		err = query('d', opts.State, `SELECT `+cols("finished_at")+` FROM `+tbl+`
-			WHERE topic = $1 AND status = 'dead' AND (finished_at, id) > ($2, $3)
+			WHERE topic = $1 AND status = 'dead' AND (topic, finished_at, id) > ($1, $2, $3)
 			ORDER BY finished_at, id LIMIT $4`, st.name, c.at, c.id, n)
 	}
 	if err != nil {
