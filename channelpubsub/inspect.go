@@ -13,16 +13,17 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Inspection and repair (pubsub.TopicLister, Peeker, Canceler). Peek lists
-// each state by ID (the order of enqueue), its cursor the last ID listed;
-// it copies and sorts the state's entries, so a page costs time in
-// proportion to the messages in that state. Message and Cancel look an ID
-// up in each state in turn.
+// Inspection and repair (pubsub.TopicLister, Peeker, Canceler,
+// DeadDeleter). Peek lists each state by ID (the order of enqueue), its
+// cursor the last ID listed; it copies and sorts the state's entries, so a
+// page costs time in proportion to the messages in that state. Message and
+// Cancel look an ID up in each state in turn.
 
 var (
 	_ pubsub.TopicLister = (*PubSub)(nil)
 	_ pubsub.Peeker      = (*topic)(nil)
 	_ pubsub.Canceler    = (*topic)(nil)
+	_ pubsub.DeadDeleter = (*topic)(nil)
 )
 
 // readySet is the set of a queue's ready entries, sharded by ID as the

@@ -13,9 +13,10 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Inspection and repair (pubsub.TopicLister, Peeker, Canceler). Every
-// statement here is bounded (LIMIT, or one id) and served by an index, so
-// that a page costs the same with millions of finished rows kept:
+// Inspection and repair (pubsub.TopicLister, Peeker, Canceler,
+// DeadDeleter). Every statement here is bounded (LIMIT, or one id) and
+// served by an index, so that a page costs the same with millions of
+// finished rows kept:
 //
 //	ready      the due pending rows of the message table by (run_at, id)
 //	           (the claim index), then the rows of the queue's ready table
@@ -31,6 +32,7 @@ var (
 	_ pubsub.TopicLister = (*PubSub)(nil)
 	_ pubsub.Peeker      = (*Topic)(nil)
 	_ pubsub.Canceler    = (*Topic)(nil)
+	_ pubsub.DeadDeleter = (*Topic)(nil)
 )
 
 // Topics returns every topic the database keeps (each that was used

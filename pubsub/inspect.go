@@ -9,7 +9,7 @@ import (
 // Inspection and repair: the optional abilities an operations tool (a CLI,
 // a dashboard) is built on. TopicLister is found on a PubSub, Peeker and
 // Canceler on a Topic handle, and they act on the handle's subscription
-// (the default one for PubSub.Topic). Each is reached through the helper
+// (the default one for PubSub.Topic); so does DeadDeleter. Each is reached through the helper
 // of the same name, which returns ErrUnsupported where a backend lacks it.
 
 // TopicLister is a PubSub that can list the topics it keeps.
@@ -125,19 +125,24 @@ type Peeker interface {
 	Message(ctx context.Context, id string) (MessageInfo, []byte, error)
 }
 
-// Canceler is a Topic whose subscription's messages can be deleted one by
-// one.
+// Canceler is a Topic whose subscription's waiting messages can be
+// deleted one by one.
 type Canceler interface {
 	// Cancel deletes the ready or scheduled message id of the
 	// subscription: it is never delivered (to this subscription; other
 	// subscriptions' copies are theirs). It wraps ErrWrongState when the
-	// message is processing (leased: settle or let its lease run out
-	// first) or dead (see DeleteDead), ErrNotFound when the subscription
+	// message is processing (leased: settle it or let its lease run out
+	// first) or dead (see DeadDeleter), ErrNotFound when the subscription
 	// keeps no such message, ErrInvalidID when id cannot be one.
 	Cancel(ctx context.Context, id string) error
-	// DeleteDead deletes the dead message id for good (PurgeDead deletes
-	// them all). It wraps ErrNotFound when id is not a dead message of
-	// the subscription, ErrInvalidID when id cannot be one.
+}
+
+// DeadDeleter is a Topic whose subscription's dead messages can be deleted
+// one by one (DeadLetters.PurgeDead deletes them all).
+type DeadDeleter interface {
+	// DeleteDead deletes the dead message id for good. It wraps
+	// ErrNotFound when id is not a dead message of the subscription,
+	// ErrInvalidID when id cannot be one.
 	DeleteDead(ctx context.Context, id string) error
 }
 
@@ -185,14 +190,14 @@ func Cancel(ctx context.Context, t Topic, id string) error {
 	return c.Cancel(ctx, id)
 }
 
-// DeleteDead deletes the dead message id of t (see Canceler). Without a
-// Canceler it returns ErrUnsupported.
+// DeleteDead deletes the dead message id of t (see DeadDeleter). Without
+// a DeadDeleter it returns ErrUnsupported.
 func DeleteDead(ctx context.Context, t Topic, id string) error {
-	c, ok := As[Canceler](t)
+	d, ok := As[DeadDeleter](t)
 	if !ok {
-		return unsupported(t, "cancel")
+		return unsupported(t, "deleting one dead message")
 	}
-	return c.DeleteDead(ctx, id)
+	return d.DeleteDead(ctx, id)
 }
 
 // PreviewOf returns the preview of data a MessageInfo carries: a copy of

@@ -272,8 +272,8 @@ func testCancel(t *testing.T, h Harness) {
 }
 
 func testDeleteDead(t *testing.T, h Harness) {
-	need(t, h.Abilities.Cancel && h.Abilities.Reject && h.Abilities.DeadLetters,
-		"cancel, reject and dead letters (pubsub.Canceler, pubsub.Rejecter, pubsub.DeadLetters)")
+	need(t, h.Abilities.DeleteDead && h.Abilities.Reject && h.Abilities.DeadLetters,
+		"deleting one dead message, reject and dead letters (pubsub.DeadDeleter, pubsub.Rejecter, pubsub.DeadLetters)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "delete-dead")
 	enqueue(t, tp, "x", "y")

@@ -874,6 +874,7 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
 		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
 		{"pubsub.Canceler (Abilities.Cancel)", a.Cancel, has[pubsub.Canceler](tp)},
+		{"pubsub.DeadDeleter (Abilities.DeleteDead)", a.DeleteDead, has[pubsub.DeadDeleter](tp)},
 		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
 		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
 		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},
