@@ -7,10 +7,11 @@ import (
 )
 
 // Inspection and repair: the optional abilities an operations tool (a CLI,
-// a dashboard) is built on. TopicLister is found on a PubSub, Peeker and
-// Canceler on a Topic handle, and they act on the handle's subscription
-// (the default one for PubSub.Topic); so does DeadDeleter. Each is reached through the helper
-// of the same name, which returns ErrUnsupported where a backend lacks it.
+// a dashboard) is built on. TopicLister is found on a PubSub; Peeker,
+// Canceler and DeadDeleter on a Topic handle, and they act on the handle's
+// subscription (the default one for PubSub.Topic). Each is reached through
+// the helper of the same name (ListTopics, Peek and GetMessage, Cancel,
+// DeleteDead), which returns ErrUnsupported where a backend lacks it.
 
 // TopicLister is a PubSub that can list the topics it keeps.
 type TopicLister interface {
