@@ -20,6 +20,7 @@ const (
 	stProcessing
 	stDone
 	stDead
+	stCanceled // deleted by Cancel; skipped if it is still in the channel
 )
 
 // entry is a message as the queue keeps it, across all its deliveries.
@@ -30,15 +31,20 @@ type entry struct {
 	header pubsub.Header // nil if enqueued without one; never written
 	key    string        // unique key, if enqueued with one
 
+	created    int64         // when it was enqueued, by the PubSub's coarse clock
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
 	leased     atomic.Uint64 // token of the delivery holding the lease, 0 if none; written under mu
 	prev, next *entry        // in the queue's inflight list while leased; guarded by the shard's mu
+	// rprev, rnext link it in the queue's ready set while it is ready
+	// (in the channel or waiting for room); guarded by the shard's mu.
+	rprev, rnext *entry
 
 	mu      sync.Mutex
 	state   state
 	attempt int
 	token   uint64      // which delivery holds the lease
 	timer   *time.Timer // the wait while scheduled
+	due     time.Time   // when it is due, while scheduled
 	lastErr string
 	diedAt  time.Time
 
@@ -47,9 +53,15 @@ type entry struct {
 
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
 
-// deliver leases e to a consumer and returns that delivery.
+// deliver leases e to a consumer and returns that delivery, or nil if e
+// was cancelled (Cancel) while in the channel.
 func (e *entry) deliver() *message {
 	e.mu.Lock()
+	e.q.ready.remove(e)
+	if e.state != stReady {
+		e.mu.Unlock()
+		return nil
+	}
 	e.attempt++
 	e.token++
 	e.state = stProcessing

@@ -28,13 +28,15 @@ type queue struct {
 	gone   chan struct{}
 	isGone atomic.Bool
 
-	waiting   atomic.Int64  // ready messages waiting for room in ch
 	batchSlot chan struct{} // held by the batch going in
 	batchRest atomic.Int64  // items of that batch still waiting for room
 
 	// inflight links the entries leased to consumers, sharded by ID so
 	// that concurrent consumers rarely meet on one lock.
 	inflight [inflightShards]inflightShard
+	// ready holds the entries that are ready (in ch or waiting for room),
+	// for Peek, Cancel and Stats: a channel cannot be looked into.
+	ready readySet
 
 	mu        sync.Mutex
 	scheduled map[*entry]struct{} // delayed or backing off
@@ -84,13 +86,14 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 	if data == nil {
 		data = []byte{} // as a copy of nil is
 	}
-	return &entry{q: q, id: q.ps.nextID.Add(1), data: data, header: h}
+	return &entry{q: q, id: q.ps.nextID.Add(1), data: data, header: h, created: q.ps.clock.Load()}
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
 // owned by the PubSub waits for room (redeliveries must never block the
 // timer or the consumer that caused them).
 func (q *queue) push(e *entry) {
+	q.ready.add(e)
 	select {
 	case q.ch <- e:
 		return
@@ -99,11 +102,9 @@ func (q *queue) push(e *entry) {
 	if q.ps.isClosed() || q.isGone.Load() {
 		return
 	}
-	q.waiting.Add(1)
 	q.ps.wg.Add(1)
 	go func() {
 		defer q.ps.wg.Done()
-		defer q.waiting.Add(-1)
 		select {
 		case q.ch <- e:
 		case <-q.ps.closed:
@@ -116,6 +117,9 @@ func (q *queue) push(e *entry) {
 // rest waits for room in one goroutine owned by the PubSub. It releases
 // the batch slot when every entry is in.
 func (q *queue) pushAll(es []*entry) {
+	for _, e := range es {
+		q.ready.add(e)
+	}
 	for i, e := range es {
 		select {
 		case q.ch <- e:
@@ -123,7 +127,6 @@ func (q *queue) pushAll(es []*entry) {
 		default:
 		}
 		rest := es[i:]
-		q.waiting.Add(int64(len(rest)))
 		q.batchRest.Add(int64(len(rest)))
 		q.ps.wg.Add(1)
 		go func() {
@@ -132,7 +135,6 @@ func (q *queue) pushAll(es []*entry) {
 			for _, e := range rest {
 				select {
 				case q.ch <- e:
-					q.waiting.Add(-1)
 					q.batchRest.Add(-1)
 				case <-q.ps.closed:
 					return
@@ -149,6 +151,7 @@ func (q *queue) pushAll(es []*entry) {
 // schedule makes e ready after delay. Called with e.mu held.
 func (q *queue) schedule(e *entry, delay time.Duration) {
 	e.state = stScheduled
+	e.due = time.Now().Add(delay)
 	q.mu.Lock()
 	q.scheduled[e] = struct{}{}
 	q.mu.Unlock()
@@ -230,6 +233,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 			return nil
 		}
 	}
+	q.ready.add(e) // before it can be dequeued
 	select {
 	case q.ch <- e:
 		return nil
@@ -239,11 +243,14 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 	case q.ch <- e:
 		return nil
 	case <-ctx.Done():
+		q.ready.remove(e) // never added
 		return fmt.Errorf("channelpubsub: enqueue on %s: full (Options.Capacity %d) until ctx ended: %w",
 			backend.Label(q.topic, q.sub), cap(q.ch), ctx.Err())
 	case <-handleClosed:
+		q.ready.remove(e)
 		return errStopped
 	case <-q.ps.closed:
+		q.ready.remove(e)
 		return errStopped
 	case <-q.gone:
 		return nil
@@ -322,26 +329,31 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 	if err := ctx.Err(); err != nil {
 		return nil, err // an ended ctx gets no message, even a ready one
 	}
-	var e *entry
-	select {
-	case e = <-q.ch:
-	default:
+	for {
+		var e *entry
 		select {
 		case e = <-q.ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-handleClosed:
-			return nil, errStopped
-		case <-q.ps.closed:
-			return nil, errStopped
-		case <-q.gone:
-			return nil, errGone
+		default:
+			select {
+			case e = <-q.ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-handleClosed:
+				return nil, errStopped
+			case <-q.ps.closed:
+				return nil, errStopped
+			case <-q.gone:
+				return nil, errGone
+			}
 		}
+		if q.isGone.Load() {
+			return nil, errGone // the copy went with its subscription
+		}
+		if m := e.deliver(); m != nil {
+			return m, nil
+		}
+		// e was cancelled: take the next.
 	}
-	if q.isGone.Load() {
-		return nil, errGone // the copy went with its subscription
-	}
-	return e.deliver(), nil
 }
 
 // expireLeases hands out again, or buries, every message whose lease ended
@@ -471,7 +483,7 @@ func (q *queue) stats() pubsub.Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return pubsub.Stats{
-		Ready:      int64(len(q.ch)) + q.waiting.Load(),
+		Ready:      q.ready.len(),
 		Scheduled:  int64(len(q.scheduled)),
 		Processing: processing,
 		Dead:       int64(len(q.dead)),

@@ -30,8 +30,11 @@
 // Every message is delivered at least once, to one consumer at a time,
 // oldest due first (run_at, then id), to any process on the table. Nack
 // backs off by the shared pubsub.RetryPolicy; a message past its attempts
-// is dead: kept, listed by ListDead, re-queued by RequeueDead. A delivery
-// not settled within its lease is handed out again, counting the attempt.
+// is dead: kept, listed by ListDead, re-queued by RequeueDead, deleted by
+// DeleteDead; Peek and Message show the messages of each state and Cancel
+// deletes a waiting one, each with bounded, index-served statements
+// (inspect.go). A delivery not settled within its lease is handed out
+// again, counting the attempt.
 // A settle from a delivery whose lease ran out never touches the newer
 // delivery (every settle is fenced by the row's delivery token) and
 // returns an error wrapping pubsub.ErrLeaseExpired. By default Ack returns

@@ -88,5 +88,7 @@ func abilities() pubsubtest.Abilities {
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true,
+		// Peek and Cancel are not offered (inspect.go).
+		TopicList: true, DeleteDead: true,
 	}
 }

@@ -1,0 +1,325 @@
+package channelpubsub
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Inspection and repair (pubsub.TopicLister, Peeker, Canceler,
+// DeadDeleter). Peek lists each state by ID (the order of enqueue), its
+// cursor the last ID listed; it copies and sorts the state's entries, so a
+// page costs time in proportion to the messages in that state. Message and
+// Cancel look an ID up in each state in turn.
+
+var (
+	_ pubsub.TopicLister = (*PubSub)(nil)
+	_ pubsub.Peeker      = (*topic)(nil)
+	_ pubsub.Canceler    = (*topic)(nil)
+	_ pubsub.DeadDeleter = (*topic)(nil)
+)
+
+// readySet is the set of a queue's ready entries, sharded by ID as the
+// inflight list is, each shard a doubly linked list through entry.rprev
+// and rnext: adding and removing take no allocation.
+type readySet struct {
+	shards [inflightShards]readyShard
+}
+
+type readyShard struct {
+	mu    sync.Mutex
+	head  entry // sentinel, linked to itself once used
+	count atomic.Int64
+}
+
+// len counts the entries in the set.
+func (s *readySet) len() int64 {
+	var n int64
+	for i := range s.shards {
+		n += s.shards[i].count.Load()
+	}
+	return n
+}
+
+func (s *readySet) add(e *entry) {
+	sh := &s.shards[e.id%inflightShards]
+	sh.mu.Lock()
+	if e.rprev == nil {
+		h := &sh.head
+		if h.rnext == nil {
+			h.rprev, h.rnext = h, h
+		}
+		e.rprev, e.rnext = h.rprev, h
+		e.rprev.rnext, h.rprev = e, e
+		sh.count.Add(1)
+	}
+	sh.mu.Unlock()
+}
+
+// remove takes e out of the set if it is in it.
+func (s *readySet) remove(e *entry) {
+	sh := &s.shards[e.id%inflightShards]
+	sh.mu.Lock()
+	if e.rprev != nil {
+		e.rprev.rnext, e.rnext.rprev = e.rnext, e.rprev
+		e.rprev, e.rnext = nil, nil
+		sh.count.Add(-1)
+	}
+	sh.mu.Unlock()
+}
+
+// entries returns the entries of the set, or of the shard of id alone
+// when id is not 0.
+func (s *readySet) entries(id uint64) []*entry {
+	var out []*entry
+	for i := range s.shards {
+		if id != 0 && uint64(i) != id%inflightShards {
+			continue
+		}
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		if h := &sh.head; h.rnext != nil {
+			for e := h.rnext; e != h; e = e.rnext {
+				out = append(out, e)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// inflightEntries returns the leased entries, or those of the shard of id
+// alone when id is not 0.
+func (q *queue) inflightEntries(id uint64) []*entry {
+	var out []*entry
+	for i := range q.inflight {
+		if id != 0 && uint64(i) != id%inflightShards {
+			continue
+		}
+		sh := &q.inflight[i]
+		sh.mu.Lock()
+		for e := sh.head.next; e != &sh.head; e = e.next {
+			out = append(out, e)
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// inState returns the queue's entries in state (all of them, or the one
+// of id when id is not 0), as last linked: the caller checks each one's
+// state under its lock.
+func (q *queue) inState(state pubsub.MessageState, id uint64) []*entry {
+	switch state {
+	case pubsub.StateReady:
+		return q.ready.entries(id)
+	case pubsub.StateProcessing:
+		return q.inflightEntries(id)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []*entry
+	if state == pubsub.StateScheduled {
+		for e := range q.scheduled {
+			if id == 0 || e.id == id {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for _, e := range q.dead {
+		if id == 0 || e.id == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// stateOf is the inspection state of an entry state.
+var stateOf = map[state]pubsub.MessageState{stReady: pubsub.StateReady, stScheduled: pubsub.StateScheduled,
+	stProcessing: pubsub.StateProcessing, stDead: pubsub.StateDead}
+
+// info describes e if it is in a state inspection shows. Called with e.mu
+// held.
+func (e *entry) info() (pubsub.MessageInfo, bool) {
+	st, ok := stateOf[e.state]
+	if !ok {
+		return pubsub.MessageInfo{}, false
+	}
+	info := pubsub.MessageInfo{
+		ID: e.ID(), State: st, Attempts: e.attempt, CreatedAt: time.Unix(0, e.created),
+		LastError: e.lastErr, Size: len(e.data), Preview: pubsub.PreviewOf(e.data), Header: e.header,
+	}
+	switch e.state {
+	case stReady:
+		info.RunAt = info.CreatedAt
+	case stScheduled:
+		info.RunAt = e.due
+	case stProcessing:
+		info.RunAt = time.Unix(0, e.leaseUntil.Load())
+	case stDead:
+		info.RunAt = e.diedAt
+	}
+	return info, true
+}
+
+// Topics returns every topic used on the PubSub, with its subscriptions.
+func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+	if err := ps.usable(ctx, "topics"); err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	tss := make([]*topicState, 0, len(ps.topics))
+	for _, ts := range ps.topics {
+		tss = append(tss, ts)
+	}
+	ps.mu.Unlock()
+	out := make([]pubsub.TopicInfo, len(tss))
+	for i, ts := range tss {
+		ts.mu.Lock()
+		out[i] = pubsub.TopicInfo{Name: ts.name, Subscriptions: ts.names()}
+		ts.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Peek returns a page of the subscription's messages in opts.State, by ID.
+func (t *topic) Peek(_ context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
+	q, err := t.open(false)
+	if err != nil {
+		return pubsub.PeekPage{}, err
+	}
+	opts, err = opts.Normalized()
+	if err != nil {
+		return pubsub.PeekPage{}, err
+	}
+	var after uint64
+	if opts.After != "" {
+		if after, err = strconv.ParseUint(opts.After, 10, 64); err != nil {
+			return pubsub.PeekPage{}, fmt.Errorf("channelpubsub: peek %s messages of %s: %w %q", opts.State, t.label, pubsub.ErrInvalidCursor, opts.After)
+		}
+	}
+	es := slices.DeleteFunc(q.inState(opts.State, 0), func(e *entry) bool { return e.id <= after })
+	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.id, b.id) })
+	var page pubsub.PeekPage
+	for _, e := range es {
+		e.mu.Lock()
+		info, ok := e.info()
+		e.mu.Unlock()
+		if !ok || info.State != opts.State {
+			continue // moved on since it was listed
+		}
+		if len(page.Messages) == opts.Limit {
+			page.Next = page.Messages[len(page.Messages)-1].ID
+			break
+		}
+		page.Messages = append(page.Messages, info)
+	}
+	return page, nil
+}
+
+// find returns the entry id of the subscription in a state inspection
+// shows, or nil.
+func (q *queue) find(id uint64) *entry {
+	for _, state := range []pubsub.MessageState{pubsub.StateReady, pubsub.StateProcessing, pubsub.StateScheduled, pubsub.StateDead} {
+		if es := q.inState(state, id); len(es) > 0 {
+			for _, e := range es {
+				if e.id == id {
+					return e
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// lookupID parses id and finds its entry, or says why it cannot.
+func (t *topic) lookupID(op, id string) (*queue, *entry, error) {
+	q, err := t.open(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return nil, nil, fmt.Errorf("channelpubsub: %s %q on %s: %w", op, id, t.label, pubsub.ErrInvalidID)
+	}
+	e := q.find(n)
+	if e == nil {
+		return nil, nil, notFound(op, id, t.label)
+	}
+	return q, e, nil
+}
+
+func notFound(op, id, label string) error {
+	return fmt.Errorf("channelpubsub: %s %q on %s: %w", op, id, label, pubsub.ErrNotFound)
+}
+
+// Message returns the message id of the subscription and its data.
+func (t *topic) Message(_ context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+	_, e, err := t.lookupID("message", id)
+	if err != nil {
+		return pubsub.MessageInfo{}, nil, err
+	}
+	e.mu.Lock()
+	info, ok := e.info()
+	e.mu.Unlock()
+	if !ok {
+		return pubsub.MessageInfo{}, nil, notFound("message", id, t.label)
+	}
+	return info, append([]byte{}, e.data...), nil
+}
+
+// Cancel deletes the ready or scheduled message id of the subscription. A
+// ready one stays in the channel, taking room, until a Dequeue skips it.
+func (t *topic) Cancel(_ context.Context, id string) error {
+	q, e, err := t.lookupID("cancel", id)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch e.state {
+	case stReady:
+		q.ready.remove(e)
+	case stScheduled:
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		q.mu.Lock()
+		delete(q.scheduled, e)
+		q.mu.Unlock()
+	case stProcessing, stDead:
+		return fmt.Errorf("channelpubsub: cancel %q on %s: %w: it is %s", id, t.label, pubsub.ErrWrongState, stateOf[e.state])
+	default:
+		return notFound("cancel", id, t.label)
+	}
+	e.state = stCanceled
+	q.releaseKey(e)
+	return nil
+}
+
+// DeleteDead deletes the dead message id of the subscription.
+func (t *topic) DeleteDead(_ context.Context, id string) error {
+	q, err := t.open(false)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return fmt.Errorf("channelpubsub: delete dead %q on %s: %w", id, t.label, pubsub.ErrInvalidID)
+	}
+	es := q.takeDead(func(e *entry) bool { return e.id == n })
+	if len(es) == 0 {
+		return fmt.Errorf("channelpubsub: delete dead %q on %s: no dead message with that ID: %w", id, t.label, pubsub.ErrNotFound)
+	}
+	q.releaseKey(es[0])
+	return nil
+}

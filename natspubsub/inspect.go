@@ -1,0 +1,102 @@
+package natspubsub
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Inspection (pubsub.TopicLister, DeadDeleter). The topics are the
+// streams of this prefix, named by their descriptions; the dead messages
+// are kept one per message of the dead-letter stream, so one can be
+// deleted by its sequence. Peeker and Canceler are not offered: the
+// server does not list a consumer's unacknowledged messages (so the
+// processing state cannot be peeked), and a topic's stream is shared by
+// its subscriptions, so deleting a waiting message would cancel it for
+// every subscription, not the one asked.
+
+var (
+	_ pubsub.TopicLister = (*PubSub)(nil)
+	_ pubsub.DeadDeleter = (*Topic)(nil)
+)
+
+// Topics returns every topic whose stream exists under this PubSub's
+// prefix, with its subscriptions (each stream's consumers but the reserve).
+func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+	if ps.isClosed() {
+		return nil, fmt.Errorf("natspubsub: list topics: %w", pubsub.ErrClosed)
+	}
+	rctx, cancel := ps.request(ctx)
+	defer cancel()
+	prefix := ps.opts.Prefix + "_t_"
+	var names []string
+	list := ps.js.ListStreams(rctx, jetstream.WithStreamListSubject(ps.opts.Prefix+".t.>"))
+	for info := range list.Info() {
+		name := info.Config.Description
+		if strings.HasPrefix(info.Config.Name, prefix) && info.Config.Name == topicNames(ps.opts.Prefix, name).stream {
+			names = append(names, name)
+		}
+	}
+	if err := list.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+		return nil, ps.fail(ctx, "listing topics", err)
+	}
+	out := make([]pubsub.TopicInfo, 0, len(names))
+	for _, name := range names {
+		subs, err := ps.Subscriptions(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pubsub.TopicInfo{Name: name, Subscriptions: subs})
+	}
+	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// validID reports whether id can be a message ID of natspubsub: a NUID,
+// perhaps with a copy's suffix, or "seq-" and a stream sequence.
+func validID(id string) bool {
+	return id != "" && strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") == ""
+}
+
+// DeleteDead deletes the dead message id of the subscription for good.
+func (t *Topic) DeleteDead(ctx context.Context, id string) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if !validID(id) {
+		return fmt.Errorf("natspubsub: delete dead %q on %s: %w", id, t.sub.label(), pubsub.ErrInvalidID)
+	}
+	var seq uint64
+	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+		if e.ID == id {
+			seq = e.seq
+		}
+		return seq == 0
+	})
+	if err != nil {
+		return err
+	}
+	if seq == 0 {
+		return fmt.Errorf("natspubsub: delete dead %q on %s: no dead message with that ID: %w", id, t.sub.label(), pubsub.ErrNotFound)
+	}
+	d, err := t.st.deadStream(ctx, false)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := t.st.ps.request(ctx)
+	defer cancel()
+	if err := d.DeleteMsg(rctx, seq); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("natspubsub: delete dead %q on %s: %w", id, t.sub.label(), pubsub.ErrNotFound)
+		}
+		return t.st.ps.fail(ctx, "deleting dead message "+id+" of "+t.sub.label(), err)
+	}
+	return nil
+}
