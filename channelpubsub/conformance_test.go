@@ -45,5 +45,6 @@ func harness() pubsubtest.Harness {
 func abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
 	a.OldestReady = false
+	a.TopicList, a.Peek, a.Cancel = false, false, false
 	return a
 }

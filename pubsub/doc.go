@@ -53,7 +53,9 @@
 // Delayed and batch enqueue, attempt numbers, lease extension, failing with
 // a reason, rejecting at once, dead letters and stats are small interfaces a
 // backend may implement (Delayer, BatchEnqueuer, Attempter, LeaseExtender,
-// Failer, Rejecter, DeadLetters, Stater). Call them through the package
+// Failer, Rejecter, DeadLetters, Stater), as are listing topics, peeking
+// at messages by state or ID and deleting one (TopicLister, Peeker,
+// Canceler: inspect.go). Call them through the package
 // functions of the same names: they find the ability through any wrapper
 // that exposes Unwrap (see As), and return ErrUnsupported, or use the
 // documented fallback, when a backend lacks one.

@@ -37,6 +37,15 @@ var (
 	// in the state asked for (for example RequeueDead of a message that is
 	// not dead).
 	ErrNotFound = errors.New("pubsub: message not found")
+	// ErrInvalidID is returned for a message ID that cannot be one of the
+	// backend's (Peeker.Message, Canceler).
+	ErrInvalidID = errors.New("pubsub: invalid message ID")
+	// ErrInvalidCursor is returned by Peek for a PeekOptions.After that is
+	// not the Next of a page of the same state.
+	ErrInvalidCursor = errors.New("pubsub: invalid peek cursor")
+	// ErrWrongState is returned when a message asked for by ID is not in a
+	// state the call applies to (Cancel of a processing or dead message).
+	ErrWrongState = errors.New("pubsub: message in the wrong state")
 	// ErrNoBackend is returned by topic injection when no PubSub is registered.
 	ErrNoBackend = errors.New("pubsub: no backend registered")
 )

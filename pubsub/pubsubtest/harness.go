@@ -51,6 +51,11 @@ type Abilities struct {
 	Reject      bool // Message: pubsub.Rejecter
 
 	Subscriptions bool // PubSub: pubsub.Subscriber
+
+	// Inspection (pubsub/inspect.go).
+	TopicList bool // PubSub: pubsub.TopicLister
+	Peek      bool // Topic: pubsub.Peeker (every state, and Message)
+	Cancel    bool // Topic: pubsub.Canceler
 }
 
 // AllMessageAbilities is every optional ability of a PubSub, a Topic and a
@@ -58,7 +63,8 @@ type Abilities struct {
 // apply.
 func AllMessageAbilities() Abilities {
 	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, OldestReady: true, Inbox: true,
-		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true}
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true,
+		TopicList: true, Peek: true, Cancel: true}
 }
 
 // Harness tells the suite how to make a backend.

@@ -56,7 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	cases = append(append(cases, subscriptionCases...), headerCases...)
+	cases = append(append(append(cases, subscriptionCases...), headerCases...), inspectCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -871,6 +871,9 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.Stater (Abilities.Stats)", a.Stats, has[pubsub.Stater](tp)},
 		{"pubsub.Inbox (Abilities.Inbox)", a.Inbox, has[pubsub.Inbox](tp)},
 		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
+		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
+		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
+		{"pubsub.Canceler (Abilities.Cancel)", a.Cancel, has[pubsub.Canceler](tp)},
 		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
 		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
 		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},

@@ -1,0 +1,98 @@
+package dbpubsub_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// BenchmarkInspect measures the calls an operations dashboard makes (issue
+// 19: each page and `conveyor stats` within 100 ms) on a message table
+// holding 1,000,000 finished and 10,000 dead rows of the topic, beside
+// 10,000 ready and 1,000 scheduled messages, analyzed. It reports ns/op
+// and ms/op; it asserts no time:
+//
+//	go test -run '^$' -bench Inspect -benchtime 200x ./dbpubsub/
+func BenchmarkInspect(b *testing.B) {
+	const (
+		finished, dead, ready, scheduled = 1_000_000, 10_000, 10_000, 1_000
+	)
+	ctx := context.Background()
+	_, db := newStore(b)
+	ps := newPubSub(b, db, dbpubsub.Options{})
+	tp := ps.Topic("bench")
+	batch := make([][]byte, 1000)
+	for i := range batch {
+		batch[i] = []byte(fmt.Sprintf(`{"order":%d,"note":"a message of about sixty bytes, give or take"}`, i))
+	}
+	for range ready / len(batch) {
+		if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t0 := time.Now()
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO conveyor_events (topic, data, status, run_at, created_at, finished_at, attempts, last_error)
+		SELECT 'bench', convert_to(repeat('x', 200), 'UTF8'), s, now() - i * interval '1 ms', now() - i * interval '1 ms', now() - i * interval '1 ms', 1,
+			CASE WHEN s = 'dead' THEN 'cannot decode' END
+		FROM (SELECT 'finished' AS s, i FROM generate_series(1, %d) i
+			UNION ALL SELECT 'dead', i FROM generate_series(1, %d) i
+			UNION ALL SELECT 'pending', -i * 1000 FROM generate_series(1, %d) i) AS r`, finished, dead, scheduled)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE conveyor_events`); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("inserted %d finished, %d dead, %d scheduled rows in %v", finished, dead, scheduled, time.Since(t0).Round(time.Millisecond))
+	var someID string
+	if p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 1}); err != nil || len(p.Messages) != 1 {
+		b.Fatalf("Peek(dead) = %+v, %v", p, err)
+	} else {
+		someID = p.Messages[0].ID
+	}
+	// A cursor half-way through the dead rows: a deep page.
+	var deep string
+	for i := 0; i < 10; i++ {
+		p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 500, After: deep})
+		if err != nil {
+			b.Fatal(err)
+		}
+		deep = p.Next
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"Stats", func() error { _, err := pubsub.TopicStats(ctx, tp); return err }},
+		{"ListTopics", func() error { _, err := pubsub.ListTopics(ctx, ps); return err }},
+		{"PeekReady50", peekBench(ctx, tp, pubsub.StateReady, "")},
+		{"PeekScheduled50", peekBench(ctx, tp, pubsub.StateScheduled, "")},
+		{"PeekProcessing50", peekBench(ctx, tp, pubsub.StateProcessing, "")},
+		{"PeekDead50", peekBench(ctx, tp, pubsub.StateDead, "")},
+		{"PeekDead50Deep", peekBench(ctx, tp, pubsub.StateDead, deep)},
+		{"MessageByID", func() error { _, _, err := pubsub.GetMessage(ctx, tp, someID); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			start := time.Now()
+			for range b.N {
+				if err := c.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(ms(time.Since(start))/float64(b.N), "ms/op")
+		})
+	}
+}
+
+func peekBench(ctx context.Context, tp pubsub.Topic, state pubsub.MessageState, after string) func() error {
+	return func() error {
+		p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: state, After: after})
+		if err == nil && state != pubsub.StateProcessing && len(p.Messages) != pubsub.DefaultPeekLimit {
+			err = fmt.Errorf("Peek(%s) listed %d messages, want %d", state, len(p.Messages), pubsub.DefaultPeekLimit)
+		}
+		return err
+	}
+}
