@@ -358,7 +358,8 @@ func (c *opsCommand) usage() string {
 
 const connectionFlags = `  -database-url URL    PostgreSQL (default $DATABASE_URL)
   -table NAME          dbpubsub's message table (default conveyor_events)
-  -nats-url URL        NATS with JetStream (default $NATS_URL)
+  -nats-url URL        NATS with JetStream (default $NATS_URL); it cannot list its
+                       topics, so an unknown topic shows as an empty one there
   -prefix P            natspubsub's stream prefix (default conveyor)
   -subscription NAME   act on this subscription of the topic (default: the default one)
   -json                print one JSON document instead of a table

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -394,5 +396,92 @@ func TestOpsNotMigrated(t *testing.T) {
 	code, out, errs = runCmd(t, e, "migrate", "--table", "Bad-Name")
 	if code != 2 || out != "" || !strings.Contains(errs, `--table "Bad-Name"`) {
 		t.Errorf("migrate --table Bad-Name: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestOpsNATS runs the commands natspubsub offers the abilities of: stats,
+// peek of dead messages (through DeadLetters), requeue, purge.
+func TestOpsNATS(t *testing.T) {
+	t.Parallel()
+	url := natstest.URL(t)
+	prefix := natstest.Prefix(t, url)
+	ctx := context.Background()
+	ps, err := natspubsub.Connect(url, natspubsub.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := ps.Topic("orders")
+	if err := orders.Enqueue(ctx, []byte(deadData)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := orders.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := m.ID()
+	if err := pubsub.Reject(ctx, m, errors.New(deadReason)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A PubSub that never consumed, so that no message is leased.
+	ps, err = natspubsub.Connect(url, natspubsub.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Topic("orders").Enqueue(ctx, []byte(ready1Data)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e := env{vars: map[string]string{"NATS_URL": url}}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"Stats", []string{"stats", "orders"}, 0, columns(
+			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
+			[]string{"orders", "default", "1", "0", "0", "1", "AGE"}), nil},
+		{"PeekDead", []string{"peek", "orders", "--state", "dead"}, 0, columns(
+			[]string{"ID", "ATTEMPTS", "DIED AT", "SIZE", "DATA", "LAST ERROR"},
+			[]string{dead, "1", anyTime, "20", `"{\"order\":7,\"qty\":-1}"`, `"qty must be positive"`}), nil},
+		{"PeekReady", []string{"peek", "orders"}, 1, "", []string{"not supported by this backend"}},
+		{"Topics", []string{"topics"}, 1, "", []string{"not supported by this backend", "This backend does not offer it."}},
+		// natspubsub has no TopicLister: an unknown topic is an empty one.
+		{"UnknownTopic", []string{"stats", "nosuch"}, 0, columns(
+			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
+			[]string{"nosuch", "default", "0", "0", "0", "0", "-"}), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCmd(t, e, append(c.args, "--prefix", prefix)...)
+			if code != c.code {
+				t.Errorf("conveyor %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), code, c.code, out, errs)
+			}
+			if c.code == 0 {
+				if got := normalize(out); got != c.stdout {
+					t.Errorf("conveyor %s: stdout\n%s\nwant\n%s", strings.Join(c.args, " "), got, c.stdout)
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(errs, w) {
+					t.Errorf("conveyor %s: stderr %q does not say %q", strings.Join(c.args, " "), errs, w)
+				}
+			}
+		})
+	}
+	code, out, errs := runCmd(t, e, "requeue", "orders", dead, "--prefix", prefix)
+	if code != 0 || out != fmt.Sprintf("Re-queued message %s of topic \"orders\".\n", dead) {
+		t.Errorf("requeue on NATS: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCmd(t, e, "stats", "orders", "--json", "--prefix", prefix)
+	if code != 0 || !strings.Contains(out, `"ready": 2,`) || !strings.Contains(out, `"dead": 0,`) {
+		t.Errorf("stats on NATS after the requeue: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
