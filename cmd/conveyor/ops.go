@@ -195,7 +195,7 @@ func (c *opsCall) checkArgs() error {
 	var min, max int
 	for _, a := range strings.Fields(c.cmd.args) {
 		max++
-		if !strings.HasPrefix(a, "[") && !strings.Contains(a, "|") {
+		if !strings.HasPrefix(a, "[") {
 			min++
 		}
 	}
@@ -321,9 +321,10 @@ func (c *opsCall) topic(topic, sub string) (pubsub.Topic, error) {
 }
 
 // target is the topic and the one subscription a command on a topic acts
-// on (the first argument and --subscription), checked to exist.
+// on (the first argument and --subscription, given or default), checked to
+// exist.
 func (c *opsCall) target() (pubsub.Topic, error) {
-	c.subscriptionSet = true
+	c.subscriptionSet = true // the one subscription, even the default one
 	if _, err := c.subscriptionsOf(c.args[0]); err != nil {
 		return nil, err
 	}
