@@ -19,12 +19,14 @@ import (
 )
 
 // fixture is a migrated schema holding, on topic "orders": a dead message
-// (rejected), two ready ones and a scheduled one; on topic "events", with
-// subscriptions "audit" and "mail", one message each.
+// (rejected), two ready ones (the first with a header) and a scheduled
+// one; on topic "events", with subscriptions "audit" and "mail", one
+// message each; on topic "work", a message being processed.
 type fixture struct {
 	env                    env
 	dead, ready1, ready2   string // the IDs on orders
 	scheduled, auditCopyID string
+	processing             string // on work
 }
 
 const (
@@ -59,7 +61,7 @@ func newFixture(t *testing.T) fixture {
 	must(err)
 	f.dead = m.ID()
 	must(pubsub.Reject(ctx, m, errors.New(deadReason)))
-	must(orders.Enqueue(ctx, []byte(ready1Data)))
+	must(orders.Enqueue(pubsub.WithHeader(ctx, pubsub.Header{"traceparent": "00-abc-01"}), []byte(ready1Data)))
 	must(orders.Enqueue(ctx, []byte(ready2Data)))
 	must(pubsub.EnqueueDelayed(ctx, orders, []byte("later"), time.Hour))
 	page, err := pubsub.Peek(ctx, orders, pubsub.PeekOptions{State: pubsub.StateReady})
@@ -80,6 +82,12 @@ func newFixture(t *testing.T) fixture {
 	page, err = pubsub.Peek(ctx, audit, pubsub.PeekOptions{State: pubsub.StateReady})
 	must(err)
 	f.auditCopyID = page.Messages[0].ID
+
+	work := ps.Topic("work")
+	must(work.Enqueue(ctx, []byte("slow job")))
+	m, err = work.Dequeue(ctx) // never settled: processing until its lease (30s) ends
+	must(err)
+	f.processing = m.ID()
 	return f
 }
 
@@ -137,7 +145,8 @@ func TestOpsPostgres(t *testing.T) {
 		stderr []string // fragments
 	}{
 		{"Topics", f.env, []string{"topics"}, 0, columns(
-			[]string{"TOPIC", "SUBSCRIPTIONS"}, []string{"events", "audit,mail"}, []string{"orders", "default"}), nil},
+			[]string{"TOPIC", "SUBSCRIPTIONS"}, []string{"events", "audit,mail"}, []string{"orders", "default"},
+			[]string{"work", "default"}), nil},
 		{"StatsTopic", f.env, []string{"stats", "orders"}, 0, columns(
 			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
 			[]string{"orders", "default", "2", "1", "0", "1", "AGE"}), nil},
@@ -145,7 +154,8 @@ func TestOpsPostgres(t *testing.T) {
 			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
 			[]string{"events", "audit", "1", "0", "0", "0", "AGE"},
 			[]string{"events", "mail", "1", "0", "0", "0", "AGE"},
-			[]string{"orders", "default", "2", "1", "0", "1", "AGE"}), nil},
+			[]string{"orders", "default", "2", "1", "0", "1", "AGE"},
+			[]string{"work", "default", "0", "0", "1", "0", "-"}), nil},
 		{"StatsSubscription", f.env, []string{"stats", "events", "--subscription", "mail"}, 0, columns(
 			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
 			[]string{"events", "mail", "1", "0", "0", "0", "AGE"}), nil},
@@ -160,6 +170,9 @@ func TestOpsPostgres(t *testing.T) {
 			[]string{"ID", "ATTEMPTS", "RUN AT", "SIZE", "DATA", "LAST ERROR"},
 			[]string{f.ready1, "0", anyTime, "11", `"{\"order\":8}"`, "-"}),
 			[]string{"More: conveyor peek orders --state ready --limit 1 --after "}},
+		{"PeekProcessing", f.env, []string{"peek", "work", "--state", "processing"}, 0, columns(
+			[]string{"ID", "ATTEMPTS", "LEASE UNTIL", "SIZE", "DATA", "LAST ERROR"},
+			[]string{f.processing, "1", anyTime, "8", `"slow job"`, "-"}), nil},
 		{"PeekSubscription", f.env, []string{"peek", "events", "--subscription", "audit"}, 0, columns(
 			[]string{"ID", "ATTEMPTS", "RUN AT", "SIZE", "DATA", "LAST ERROR"},
 			[]string{f.auditCopyID, "0", anyTime, "9", `"signed up"`, "-"}), nil},
@@ -176,6 +189,18 @@ Data:
   "qty": -1
 }
 `, f.dead, anyTime, anyTime), nil},
+		{"ShowHeader", f.env, []string{"show", "orders", f.ready1}, 0, fmt.Sprintf(`ID:                    %s
+State:                 ready
+Attempts:              0
+Run at:                %s
+Created at:            %s
+Header "traceparent":  "00-abc-01"
+Size:                  11 bytes
+Data:
+{
+  "order": 8
+}
+`, f.ready1, anyTime, anyTime), nil},
 		{"ShowText", f.env, []string{"show", "orders", f.ready2}, 0, fmt.Sprintf(`ID:          %s
 State:       ready
 Attempts:    0
@@ -213,6 +238,8 @@ line two
 			[]string{fmt.Sprintf(`message %s of topic "orders" is ready: requeue applies to dead messages`, f.ready1)}},
 		{"CancelDead", f.env, []string{"cancel", "orders", f.dead, "--yes"}, 4, "",
 			[]string{"is dead: cancel applies to ready or scheduled messages", "conveyor purge TOPIC ID"}},
+		{"CancelProcessing", f.env, []string{"cancel", "work", f.processing, "--yes"}, 4, "",
+			[]string{"is processing: cancel applies to ready or scheduled messages", "It is leased to a consumer"}},
 		{"CancelNotConfirmed", noTerminal, []string{"cancel", "orders", f.ready1}, 4, "",
 			[]string{"not confirmed: stdin is not a terminal; pass --yes to cancel without asking"}},
 		{"PurgeNotConfirmed", noTerminal, []string{"purge", "orders", "--all-dead"}, 4, "", []string{"pass --yes"}},
@@ -272,7 +299,7 @@ func TestOpsJSON(t *testing.T) {
 	}
 	var topics []jsonTopic
 	decode(&topics, "topics")
-	if len(topics) != 2 || topics[0].Name != "events" || strings.Join(topics[0].Subscriptions, ",") != "audit,mail" || topics[1].Name != "orders" {
+	if len(topics) != 3 || topics[0].Name != "events" || strings.Join(topics[0].Subscriptions, ",") != "audit,mail" || topics[1].Name != "orders" {
 		t.Errorf("topics --json: %+v", topics)
 	}
 
