@@ -25,7 +25,7 @@ import (
 // of opsCommands: its name, usage, own flags and the function that runs
 // it on a connected backend; run dispatches every name in the table.
 
-// Exit codes of the operator's commands (documented in opsUsage and doc.go).
+// Exit codes of the operator's commands (documented in exitCodesHelp and doc.go).
 const (
 	exitOK       = 0 // done
 	exitFailed   = 1 // the operation failed: the backend's error, or a schema not migrated
@@ -42,7 +42,8 @@ type opsCommand struct {
 	synopsis string
 	summary  string
 	help     string // what it does, its own flags and output
-	// destructive commands ask for confirmation (confirm) before acting.
+	// destructive commands may ask for confirmation (confirm) before
+	// acting, and take --yes.
 	destructive bool
 	flags       func(fs *flag.FlagSet) // registers the command's own flags, if any
 	run         func(c *opsCall) error
