@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,38 +27,12 @@ Flags:
   -all         re-queue every dead message
 `,
 	flags: func(fs *flag.FlagSet) { fs.Bool("all", false, "") },
-	run:   runRequeue,
-}
-
-func runRequeue(c *opsCall) error {
-	all := c.flag("all") == "true"
-	if err := c.idOrAll(all, "--all"); err != nil {
-		return err
-	}
-	t, err := c.target()
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	if all {
-		if err := c.confirm(fmt.Sprintf("Re-queue every dead message of %s?", c.label())); err != nil {
-			return err
-		}
-		n, err := pubsub.RequeueAllDead(c.ctx, t)
-		if err != nil {
-			return err
-		}
-		return c.done(map[string]int{"requeued": n}, "Re-queued %d dead messages of %s.\n", n, c.label())
-	}
-	id := c.args[1]
-	if err := c.checkState(t, id, pubsub.StateDead); err != nil {
-		return err
-	}
-	// One message: re-queuing is its undo of a death, not asked about.
-	if err := pubsub.RequeueDead(c.ctx, t, id); err != nil {
-		return err
-	}
-	return c.done(map[string]string{"requeued": id}, "Re-queued message %s of %s.\n", id, c.label())
+	run: deadAction{
+		allFlag: "all", done: "Re-queued", jsonKey: "requeued",
+		askAll: "Re-queue every dead message of %s?",
+		// One message: re-queuing undoes its death, not asked about.
+		one: pubsub.RequeueDead, all: pubsub.RequeueAllDead,
+	}.run,
 }
 
 var purgeCmd = &opsCommand{
@@ -73,13 +48,33 @@ Flags:
   -all-dead    delete every dead message
 `,
 	flags: func(fs *flag.FlagSet) { fs.Bool("all-dead", false, "") },
-	run:   runPurge,
+	run: deadAction{
+		allFlag: "all-dead", done: "Deleted", jsonKey: "deleted",
+		askAll: "Delete every dead message of %s for good?",
+		askOne: "Delete dead message %s of %s for good?",
+		one:    pubsub.DeleteDead, all: pubsub.PurgeDead,
+	}.run,
 }
 
-func runPurge(c *opsCall) error {
-	all := c.flag("all-dead") == "true"
-	if err := c.idOrAll(all, "--all-dead"); err != nil {
-		return err
+// deadAction is what requeue and purge do to the dead messages of the
+// target: to one, by ID, or to all of them with a flag.
+type deadAction struct {
+	allFlag string // the flag that acts on all
+	done    string // the verb that says it was done
+	jsonKey string // the key of the ID or count in the JSON document
+	askAll  string // the question asked before acting on all (%s: the target)
+	askOne  string // the question asked before acting on one (%s: the ID, the target); "": none
+	one     func(ctx context.Context, t pubsub.Topic, id string) error
+	all     func(ctx context.Context, t pubsub.Topic) (int, error)
+}
+
+func (a deadAction) run(c *opsCall) error {
+	all := c.flag(a.allFlag) == "true"
+	switch {
+	case all && len(c.args) == 2:
+		return usageErrorf("give an ID or --%s, not both", a.allFlag)
+	case !all && len(c.args) < 2:
+		return usageErrorf("missing ID: give a message ID, or --%s", a.allFlag)
 	}
 	t, err := c.target()
 	if err != nil {
@@ -87,26 +82,28 @@ func runPurge(c *opsCall) error {
 	}
 	defer t.Close()
 	if all {
-		if err := c.confirm(fmt.Sprintf("Delete every dead message of %s for good?", c.label())); err != nil {
+		if err := c.confirm(fmt.Sprintf(a.askAll, c.label())); err != nil {
 			return err
 		}
-		n, err := pubsub.PurgeDead(c.ctx, t)
+		n, err := a.all(c.ctx, t)
 		if err != nil {
 			return err
 		}
-		return c.done(map[string]int{"deleted": n}, "Deleted %d dead messages of %s.\n", n, c.label())
+		return c.done(map[string]int{a.jsonKey: n}, "%s %d dead messages of %s.\n", a.done, n, c.label())
 	}
 	id := c.args[1]
 	if err := c.checkState(t, id, pubsub.StateDead); err != nil {
 		return err
 	}
-	if err := c.confirm(fmt.Sprintf("Delete dead message %s of %s for good?", id, c.label())); err != nil {
+	if a.askOne != "" {
+		if err := c.confirm(fmt.Sprintf(a.askOne, id, c.label())); err != nil {
+			return err
+		}
+	}
+	if err := a.one(c.ctx, t, id); err != nil {
 		return err
 	}
-	if err := pubsub.DeleteDead(c.ctx, t, id); err != nil {
-		return err
-	}
-	return c.done(map[string]string{"deleted": id}, "Deleted dead message %s of %s.\n", id, c.label())
+	return c.done(map[string]string{a.jsonKey: id}, "%s dead message %s of %s.\n", a.done, id, c.label())
 }
 
 var cancelCmd = &opsCommand{
@@ -138,17 +135,6 @@ func runCancel(c *opsCall) error {
 		return err
 	}
 	return c.done(map[string]string{"canceled": id}, "Canceled message %s of %s.\n", id, c.label())
-}
-
-// idOrAll checks that the command has an ID or the flag all, not both.
-func (c *opsCall) idOrAll(all bool, flag string) error {
-	switch {
-	case all && len(c.args) == 2:
-		return usageErrorf("give an ID or %s, not both", flag)
-	case !all && len(c.args) < 2:
-		return usageErrorf("missing ID: give a message ID, or %s", flag)
-	}
-	return nil
 }
 
 // checkState looks message id up and returns the error saying it is not

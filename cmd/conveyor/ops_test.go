@@ -338,7 +338,7 @@ func TestOpsRepair(t *testing.T) {
 		stats [4]int64 // ready, scheduled, processing, dead of orders afterwards
 	}{
 		{"RequeueOne", func(f fixture) []step {
-			return []step{{[]string{"requeue", "orders", f.dead}, "", 0, fmt.Sprintf("Re-queued message %s of topic \"orders\".\n", f.dead)}}
+			return []step{{[]string{"requeue", "orders", f.dead}, "", 0, fmt.Sprintf("Re-queued dead message %s of topic \"orders\".\n", f.dead)}}
 		}, [4]int64{3, 1, 0, 0}},
 		{"RequeueAll", func(f fixture) []step {
 			return []step{{[]string{"requeue", "orders", "--all", "--yes"}, "", 0, "Re-queued 1 dead messages of topic \"orders\".\n"}}
@@ -504,7 +504,7 @@ func TestOpsNATS(t *testing.T) {
 		})
 	}
 	code, out, errs := runCmd(t, e, "requeue", "orders", dead, "--prefix", prefix)
-	if code != 0 || out != fmt.Sprintf("Re-queued message %s of topic \"orders\".\n", dead) {
+	if code != 0 || out != fmt.Sprintf("Re-queued dead message %s of topic \"orders\".\n", dead) {
 		t.Errorf("requeue on NATS: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, out, errs = runCmd(t, e, "stats", "orders", "--json", "--prefix", prefix)
