@@ -16,13 +16,16 @@ import (
 	"github.com/conveyorgo/conveyor/template"
 )
 
-const usage = `conveyor starts new apps built on conveyor, dependency-injected pub/sub for Go.
+const usage = `conveyor starts new apps built on conveyor, dependency-injected pub/sub for Go,
+and operates their messages.
 
 Usage:
-  conveyor new [flags] MODULE_PATH [DIR]   write a new app from the template
-  conveyor help [COMMAND]                  show the help of a command
+  conveyor new [flags] MODULE_PATH [DIR]     write a new app from the template
+  conveyor help [COMMAND]                    show the help of a command
 
-Run 'conveyor help new' for the flags of new.
+Operating (on PostgreSQL with --database-url or $DATABASE_URL, or on NATS
+with --nats-url or $NATS_URL; the in-memory backend lives inside its app's
+process, out of reach of a command):
 `
 
 const newUsage = `Usage: conveyor new [flags] MODULE_PATH [DIR]
@@ -55,14 +58,28 @@ Examples:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, buildEnv()))
+	e := buildEnv()
+	e.vars = map[string]string{"DATABASE_URL": os.Getenv("DATABASE_URL"), "NATS_URL": os.Getenv("NATS_URL")}
+	e.stdin = os.Stdin
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		e.terminal = true
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, e))
 }
 
-// env is what the command knows about itself: at most one of the two is set.
+// env is what the command knows about itself and its surroundings.
 type env struct {
+	// At most one of the two is set.
 	version  string // the version of conveyor it was built from, if a go.mod can require it
 	checkout string // else the conveyor checkout it was built from, if any
+
+	vars     map[string]string // the environment variables the operator's commands read
+	stdin    io.Reader         // where confirmations are read (nil: none)
+	terminal bool              // stdin is a terminal, where a person can confirm
 }
+
+// getenv returns the environment variable name, "" when unset.
+func (e env) getenv(name string) string { return e.vars[name] }
 
 // buildEnv finds the version of conveyor the command was built from: a
 // release (go install ...@v0.3.0), else the checkout it was built in (go
@@ -98,7 +115,7 @@ func isRelease(v string) bool {
 // 1 when the command failed, 2 for a usage mistake.
 func run(args []string, stdout, stderr io.Writer, e env) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, fullUsage())
 		return 2
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -107,18 +124,40 @@ func run(args []string, stdout, stderr io.Writer, e env) int {
 	case "help", "-h", "-help", "--help":
 		switch {
 		case len(rest) == 0:
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, fullUsage())
 		case rest[0] == "new":
 			fmt.Fprint(stdout, newUsage)
+		case findOpsCommand(rest[0]) != nil:
+			fmt.Fprint(stdout, findOpsCommand(rest[0]).usage())
 		default:
-			fmt.Fprintf(stderr, "conveyor help: unknown command %q; the commands are: new\n", rest[0])
+			names := []string{"new"}
+			for _, c := range opsCommands {
+				names = append(names, c.name)
+			}
+			fmt.Fprintf(stderr, "conveyor help: unknown command %q; the commands are: %s\n", rest[0], strings.Join(names, ", "))
 			return 2
 		}
 		return 0
 	default:
-		fmt.Fprintf(stderr, "conveyor: unknown command %q\n\n%s", cmd, usage)
+		if c := findOpsCommand(cmd); c != nil {
+			return runOps(c, rest, stdout, stderr, e)
+		}
+		fmt.Fprintf(stderr, "conveyor: unknown command %q\n\n%s", cmd, fullUsage())
 		return 2
 	}
+}
+
+// fullUsage is the command's help: usage, then one line per operator's
+// command, then the exit codes.
+func fullUsage() string {
+	var b strings.Builder
+	b.WriteString(usage)
+	for _, c := range opsCommands {
+		fmt.Fprintf(&b, "  %-41s  %s\n", "conveyor "+c.name+" "+c.synopsisOrArgs(), c.summary)
+	}
+	b.WriteString("\nRun 'conveyor help new' for the flags of new, 'conveyor help COMMAND' for another's.\n\n")
+	b.WriteString(exitCodesHelp)
+	return b.String()
 }
 
 func runNew(args []string, stdout, stderr io.Writer, e env) int {
