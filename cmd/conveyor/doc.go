@@ -38,8 +38,8 @@
 // or one JSON document with -json. Commands that delete, and requeue -all,
 // ask to type yes when stdin is a terminal, and refuse without -yes when it
 // is not. A topic is checked against the backend's list of topics first, so
-// a mistyped name is an error, never a new topic (NATS cannot list its
-// topics: its commands create nothing, and an unknown topic looks empty).
+// a mistyped name is an error, never a new topic (on a backend that cannot
+// list its topics, an unknown topic would look empty).
 //
 // Exit codes:
 //

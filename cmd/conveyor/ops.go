@@ -267,7 +267,8 @@ func (c *opsCall) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// topics lists the backend's topics, or nil when it cannot (NATS).
+// topics lists the backend's topics, or nil when it cannot (no
+// pubsub.TopicLister).
 func (c *opsCall) topics() ([]pubsub.TopicInfo, error) {
 	ts, err := pubsub.ListTopics(c.ctx, c.ps)
 	if errors.Is(err, pubsub.ErrUnsupported) {
@@ -293,8 +294,8 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 		}
 		subs = ts[i].Subscriptions
 	default:
-		// Without a topic list (NATS), a missing topic is the backend's
-		// error (natspubsub.ErrNoStream) when it is used.
+		// Without a topic list, a missing topic is the backend's error
+		// when it is used, or an empty topic.
 		if subs, err = pubsub.ListSubscriptions(c.ctx, c.ps, topic); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 			return nil, err
 		}
@@ -360,8 +361,8 @@ func (c *opsCommand) usage() string {
 
 const connectionFlags = `  -database-url URL    PostgreSQL (default $DATABASE_URL)
   -table NAME          dbpubsub's message table (default conveyor_events)
-  -nats-url URL        NATS with JetStream (default $NATS_URL); it cannot list its
-                       topics, so an unknown topic shows as an empty one there
+  -nats-url URL        NATS with JetStream (default $NATS_URL); it can peek at
+                       dead messages only, and cannot cancel
   -prefix P            natspubsub's stream prefix (default conveyor)
   -subscription NAME   act on this subscription of the topic (default: the default one)
   -json                print one JSON document instead of a table

@@ -479,11 +479,10 @@ func TestOpsNATS(t *testing.T) {
 			[]string{"ID", "ATTEMPTS", "DIED AT", "SIZE", "DATA", "LAST ERROR"},
 			[]string{dead, "1", anyTime, "20", `"{\"order\":7,\"qty\":-1}"`, `"qty must be positive"`}), nil},
 		{"PeekReady", []string{"peek", "orders"}, 1, "", []string{"not supported by this backend"}},
-		{"Topics", []string{"topics"}, 1, "", []string{"not supported by this backend", "This backend does not offer it."}},
-		// natspubsub has no TopicLister: an unknown topic is an empty one.
-		{"UnknownTopic", []string{"stats", "nosuch"}, 0, columns(
-			[]string{"TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY"},
-			[]string{"nosuch", "default", "0", "0", "0", "0", "-"}), nil},
+		{"Topics", []string{"topics"}, 0, columns(
+			[]string{"TOPIC", "SUBSCRIPTIONS"},
+			[]string{"orders", "default"}), nil},
+		{"UnknownTopic", []string{"stats", "nosuch"}, 3, "", []string{`unknown topic "nosuch" (conveyor topics lists them)`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
