@@ -51,6 +51,7 @@ type Abilities struct {
 	Reject      bool // Message: pubsub.Rejecter
 
 	Subscriptions bool // PubSub: pubsub.Subscriber
+	Pause         bool // Topic: pubsub.Pauser
 }
 
 // AllMessageAbilities is every optional ability of a PubSub, a Topic and a
@@ -58,7 +59,7 @@ type Abilities struct {
 // apply.
 func AllMessageAbilities() Abilities {
 	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, OldestReady: true, Inbox: true,
-		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true}
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true, Pause: true}
 }
 
 // Harness tells the suite how to make a backend.
