@@ -43,6 +43,7 @@ type queue struct {
 	finished  []finishedKey       // keys of acked messages, oldest first, kept for Options.Retention
 
 	inbox inbox
+	pause pauseState
 }
 
 const inflightShards = 16
@@ -65,6 +66,7 @@ func newQueue(ps *PubSub, topic, sub string) *queue {
 		batchSlot: make(chan struct{}, 1),
 		scheduled: make(map[*entry]struct{}),
 	}
+	q.pause.init()
 	for i := range q.inflight {
 		h := &q.inflight[i].head
 		h.prev, h.next = h, h
@@ -323,20 +325,48 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 		return nil, err // an ended ctx gets no message, even a ready one
 	}
 	var e *entry
-	select {
-	case e = <-q.ch:
-	default:
+	for {
+		if q.pause.on.Load() {
+			if resumed := q.pause.waitFor(); resumed != nil {
+				select {
+				case <-resumed:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-handleClosed:
+					return nil, errStopped
+				case <-q.ps.closed:
+					return nil, errStopped
+				case <-q.gone:
+					return nil, errGone
+				}
+			}
+			continue
+		}
+		if e = q.pause.takeHeld(); e != nil {
+			break
+		}
+		pausing := *q.pause.pausing.Load()
 		select {
 		case e = <-q.ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-handleClosed:
-			return nil, errStopped
-		case <-q.ps.closed:
-			return nil, errStopped
-		case <-q.gone:
-			return nil, errGone
+		default:
+			select {
+			case e = <-q.ch:
+			case <-pausing:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-handleClosed:
+				return nil, errStopped
+			case <-q.ps.closed:
+				return nil, errStopped
+			case <-q.gone:
+				return nil, errGone
+			}
 		}
+		if !q.pause.on.Load() {
+			break
+		}
+		q.pause.hold(e) // paused meanwhile: it goes out first on resume
 	}
 	if q.isGone.Load() {
 		return nil, errGone // the copy went with its subscription
@@ -471,7 +501,7 @@ func (q *queue) stats() pubsub.Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return pubsub.Stats{
-		Ready:      int64(len(q.ch)) + q.waiting.Load(),
+		Ready:      int64(len(q.ch)) + q.waiting.Load() + q.pause.held.Load(),
 		Scheduled:  int64(len(q.scheduled)),
 		Processing: processing,
 		Dead:       int64(len(q.dead)),
