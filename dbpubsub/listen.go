@@ -235,7 +235,13 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, bo *backoff) error
 		l.mu.Lock()
 		s := l.subs[n.Channel]
 		l.mu.Unlock()
-		if s != nil {
+		switch {
+		case s == nil:
+		case n.Payload == payloadPause:
+			s.st.notePause(true)
+		case n.Payload == payloadResume:
+			s.st.notePause(false)
+		default:
 			s.st.wake()
 		}
 	}
