@@ -88,5 +88,6 @@ func abilities() pubsubtest.Abilities {
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true,
+		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).
 	}
 }
