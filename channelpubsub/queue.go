@@ -447,6 +447,24 @@ func (q *queue) bury(e *entry, reason string) {
 	q.mu.Unlock()
 }
 
+// pruneDead forgets the dead messages that died before cutoff, and frees
+// their unique keys. q.dead is oldest death first.
+func (q *queue) pruneDead(cutoff time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(q.dead) && q.dead[n].diedAt.Before(cutoff) {
+		if e := q.dead[n]; e.key != "" && q.keys[e.key] == e {
+			delete(q.keys, e.key)
+		}
+		n++
+	}
+	if n > 0 {
+		clear(q.dead[:n])
+		q.dead = q.dead[n:]
+	}
+}
+
 func (q *queue) listDead(limit int) []pubsub.DeadMessage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
