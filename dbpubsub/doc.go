@@ -27,22 +27,21 @@
 //
 // # Guarantees
 //
-// Every message is delivered at least once, to one consumer at a time,
-// oldest due first (run_at, then id), to any process on the table. Nack
-// backs off by the shared pubsub.RetryPolicy; a message past its attempts
-// is dead: kept, listed by ListDead, re-queued by RequeueDead. A delivery
-// not settled within its lease is handed out again, counting the attempt.
-// A settle from a delivery whose lease ran out never touches the newer
-// delivery (every settle is fenced by the row's delivery token) and
-// returns an error wrapping pubsub.ErrLeaseExpired. By default Ack returns
-// once the ack is queued for a grouped write, so an ack lost with the
-// process (within milliseconds of the call) brings its message back after
-// its lease; with Options.ConfirmAck, Ack returns once it is committed.
-// Claims, queued acks and notifications commit without waiting for the
-// WAL flush (synchronous_commit off in their own transactions only): a
-// PostgreSQL crash may bring back the messages claimed or acked in its
-// last moment, never lose one; enqueues and confirmed acks wait for it.
-// Every optional ability of package pubsub is offered.
+// Every message is delivered at least once, to one consumer at a time, oldest
+// due first (run_at, then id), to any process on the table. Nack backs off by
+// the shared pubsub.RetryPolicy; a message past its attempts is dead: kept,
+// listed by ListDead, re-queued by RequeueDead. A delivery not settled within
+// its lease is handed out again, counting the attempt. A settle from a
+// delivery whose lease ran out never touches the newer delivery (every settle
+// is fenced by the row's delivery token) and returns an error wrapping
+// pubsub.ErrLeaseExpired. By default Ack returns once the ack is queued for a
+// grouped write, so an ack lost with the process (within milliseconds of the
+// call) brings its message back after its lease; with Options.ConfirmAck, Ack
+// returns once it is committed. Claims, queued acks and notifications commit
+// without waiting for the WAL flush (synchronous_commit off in their own
+// transactions only): a PostgreSQL crash may bring back the messages claimed
+// or acked in its last moment, never lose one; enqueues and confirmed acks
+// wait for it. Every optional ability of package pubsub is offered.
 //
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's
 // error and changed nothing; once sent it is awaited, up to
@@ -61,7 +60,8 @@
 // one statement, in the caller's transaction when there is one (all copies
 // or none), and each copy is a message of its own (its own ID) in its
 // subscription's queue. The inbox (pubsub.Claim) writes its claims in the
-// caller's transaction; they are pruned after Options.Retention.
+// caller's transaction; they are pruned after Options.Retention. A pause
+// (pubsub.Pause) is a row too: no claim takes a paused queue's rows.
 //
 // # Model
 //
@@ -74,7 +74,7 @@
 // costs a table, an index and a few prepared statements per connection:
 // thousands of topics are better served by fewer. Consumers wake on
 // LISTEN/NOTIFY and poll every Options.PollInterval as the fallback. Each
-// PubSub rescues expired leases and prunes finished rows past
-// Options.Retention. docs/architecture.md says where each behaviour lives;
-// docs/design/dbpubsub.md records the measurements behind it.
+// PubSub rescues expired leases and prunes finished and dead rows past
+// Options.Retention and Options.DeadRetention. docs/architecture.md says
+// where each behaviour lives; docs/design/dbpubsub.md the measurements.
 package dbpubsub

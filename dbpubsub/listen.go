@@ -239,6 +239,8 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, bo *backoff) error
 		case s == nil:
 		case n.Payload == payloadPause:
 			s.st.notePause(true)
+			st := s.st
+			st.ps.loops.Go(func(<-chan struct{}) { st.releaseAll() }) // else Close gives them back
 		case n.Payload == payloadResume:
 			s.st.notePause(false)
 		default:

@@ -92,6 +92,9 @@ func (t *Topic) setPaused(ctx context.Context, on bool) error {
 		return fmt.Errorf("dbpubsub: %s %s: %w", what, st.label(), err)
 	}
 	st.notePause(on)
+	if on {
+		st.releaseAll()
+	}
 	return nil
 }
 
@@ -105,19 +108,18 @@ type pauseState struct {
 }
 
 // notePause records a pause (on) or resume learnt from this PubSub's own
-// call or from a notification: a pause gives back the rows claimed ahead,
-// a resume wakes the fetcher.
+// call or from a notification; a resume wakes the fetcher. The caller
+// gives back the rows claimed ahead on a pause (releaseAll); from then on
+// deliver gives back what a claim brings instead of handing it out.
 func (st *topicState) notePause(on bool) {
 	p := &st.pause
 	p.mu.Lock()
 	p.gen++
 	p.on.Store(on)
 	p.mu.Unlock()
-	if on {
-		st.releaseAll()
-		return
+	if !on {
+		st.wake()
 	}
-	st.wake()
 }
 
 // pauseGen returns the count of pauses and resumes learnt so far.

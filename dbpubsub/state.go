@@ -150,10 +150,15 @@ func (st *topicState) leave(w *waiter) {
 	st.poke()
 }
 
-// deliver hands claimed rows to the waiters, in order, and buffers the rest.
+// deliver hands claimed rows to the waiters, in order, and buffers the
+// rest; it gives them back if the queue was paused meanwhile (pause.go).
 func (st *topicState) deliver(rows []*delivery) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	if st.pause.on.Load() {
+		st.mu.Unlock()
+		st.release(rows)
+		return
+	}
 	for _, d := range rows {
 		if len(st.waiters) == 0 {
 			st.buf = append(st.buf, d)
@@ -164,6 +169,7 @@ func (st *topicState) deliver(rows []*delivery) {
 		st.waiters = st.waiters[1:]
 		w.ch <- d
 	}
+	st.mu.Unlock()
 }
 
 // wanted says how many rows to claim: one per waiter plus prefetch, up to

@@ -11,9 +11,11 @@ import "context"
 //
 // A Dequeue call waiting when Pause returns keeps waiting (until Resume or
 // its ctx ends); a backend that claims messages ahead for its consumers
-// gives those back rather than hand them out. A delivery made before the
-// pause is unaffected: it can be settled, and a message it gives back
-// waits for Resume.
+// gives those back rather than hand them out. Another process of a shared
+// backend holds from the moment it learns of the pause (dbpubsub: its
+// notification, within milliseconds); a message it was handing out then
+// may still be delivered. A delivery made before the pause is unaffected:
+// it can be settled, and a message it gives back waits for Resume.
 type Pauser interface {
 	// Pause pauses the subscription; pausing a paused one does nothing.
 	Pause(ctx context.Context) error
