@@ -44,6 +44,38 @@ func wantPaused(t *testing.T, tp pubsub.Topic, want bool) {
 	}
 }
 
+// waitingDequeue starts a Dequeue on tp that waits up to patience (or
+// until the case ends); its message, nil on an error, comes on the channel.
+func waitingDequeue(t *testing.T, tp pubsub.Topic) <-chan pubsub.Message {
+	got := make(chan pubsub.Message, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	go func() {
+		m, err := tp.Dequeue(ctx)
+		if err != nil && ctx.Err() == nil { // else the case has ended
+			t.Errorf("Dequeue: %v", err)
+		}
+		got <- m
+	}()
+	return got
+}
+
+// wantWoken checks that got, a waitingDequeue's channel, brings data once
+// resumed (what says what resumed it).
+func wantWoken(t *testing.T, got <-chan pubsub.Message, data, what string) {
+	t.Helper()
+	select {
+	case m := <-got:
+		if m == nil {
+			t.FailNow()
+		}
+		wantData(t, m, data)
+		ack(t, m)
+	case <-time.After(patience):
+		t.Fatalf("%s did not wake the waiting Dequeue", what)
+	}
+}
+
 // testPause: while paused, enqueues work and nothing is delivered, on any
 // handle, not even messages a backend may have claimed ahead for its
 // consumers; a delivery made before can still be settled. Resume delivers
@@ -80,17 +112,8 @@ func testPause(t *testing.T, h Harness) {
 func testPauseWaiting(t *testing.T, h Harness) {
 	needPause(t, h)
 	tp := open(t, newPubSub(t, h, Config{}), "pause-waiting")
-	got := make(chan pubsub.Message, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
 	pause(t, tp)
-	go func() {
-		m, err := tp.Dequeue(ctx)
-		if err != nil && ctx.Err() == nil { // else the case has ended
-			t.Errorf("Dequeue: %v", err)
-		}
-		got <- m
-	}()
+	got := waitingDequeue(t, tp)
 	time.Sleep(50 * time.Millisecond) // let it wait; the assertions hold either way
 	enqueue(t, tp, "x")
 	select {
@@ -99,16 +122,7 @@ func testPauseWaiting(t *testing.T, h Harness) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	resume(t, tp)
-	select {
-	case m := <-got:
-		if m == nil {
-			t.FailNow()
-		}
-		wantData(t, m, "x")
-		ack(t, m)
-	case <-time.After(patience):
-		t.Fatal("Resume did not wake the waiting Dequeue")
-	}
+	wantWoken(t, got, "x", "Resume")
 }
 
 // testPausePerSubscription: pausing one subscription leaves the others,
@@ -173,25 +187,7 @@ func testPauseShared(t *testing.T, h Harness) {
 	expectNone(t, b, 300*time.Millisecond)
 	expectNone(t, a, 100*time.Millisecond)
 
-	got := make(chan pubsub.Message, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	go func() {
-		m, err := a.Dequeue(ctx)
-		if err != nil && ctx.Err() == nil { // else the case has ended
-			t.Errorf("Dequeue: %v", err)
-		}
-		got <- m
-	}()
+	got := waitingDequeue(t, a)
 	resume(t, b)
-	select {
-	case m := <-got:
-		if m == nil {
-			t.FailNow()
-		}
-		wantData(t, m, "x")
-		ack(t, m)
-	case <-time.After(patience):
-		t.Fatal("a Resume in another process did not wake the waiting Dequeue")
-	}
+	wantWoken(t, got, "x", "a Resume in another process")
 }
