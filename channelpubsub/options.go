@@ -16,6 +16,10 @@ const DefaultCapacity = 10
 // taken, as dbpubsub keeps a finished row (dbpubsub.DefaultRetention).
 const DefaultRetention = 24 * time.Hour
 
+// DefaultDeadRetention is how long a dead message is kept, as dbpubsub
+// keeps a dead row (dbpubsub.DefaultDeadRetention).
+const DefaultDeadRetention = 30 * 24 * time.Hour
+
 // Options configures a PubSub. The zero value means the defaults.
 type Options struct {
 	// Capacity is each topic's channel buffer. 0 means DefaultCapacity.
@@ -33,6 +37,10 @@ type Options struct {
 	// pruned), as on dbpubsub; only the key is kept. 0 means
 	// DefaultRetention.
 	Retention time.Duration
+	// DeadRetention is how long a dead message is kept after it died,
+	// with its unique key. 0 means DefaultDeadRetention; a negative value
+	// keeps it until re-queued or purged.
+	DeadRetention time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -47,6 +55,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Retention == 0 {
 		o.Retention = DefaultRetention
+	}
+	if o.DeadRetention == 0 {
+		o.DeadRetention = DefaultDeadRetention
 	}
 	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve("channelpubsub", 0, "")
 	if err != nil {

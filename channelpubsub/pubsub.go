@@ -54,8 +54,9 @@ func NewWithOptions(opts Options) (*PubSub, error) {
 	return ps, nil
 }
 
-// sweep owns the coarse clock leases are measured with, and hands out again
-// every message whose lease ran out. Reading a clock and arming a timer per
+// sweep owns the coarse clock leases are measured with, hands out again
+// every message whose lease ran out, and forgets the dead messages past
+// Options.DeadRetention. Reading a clock and arming a timer per
 // delivery cost more than the rest of a round trip; a lease instead ends
 // between Lease and Lease plus two sweeps after its delivery.
 func (ps *PubSub) sweep() {
@@ -70,6 +71,9 @@ func (ps *PubSub) sweep() {
 			ps.clock.Store(now.UnixNano())
 			for _, q := range ps.queues() {
 				q.expireLeases(now.UnixNano())
+				if ps.opts.DeadRetention > 0 {
+					q.pruneDead(now.Add(-ps.opts.DeadRetention))
+				}
 			}
 		}
 	}

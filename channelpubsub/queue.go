@@ -45,6 +45,7 @@ type queue struct {
 	finished  []finishedKey       // keys of acked messages, oldest first, kept for Options.Retention
 
 	inbox inbox
+	pause pauseState
 }
 
 const inflightShards = 16
@@ -67,6 +68,7 @@ func newQueue(ps *PubSub, topic, sub string) *queue {
 		batchSlot: make(chan struct{}, 1),
 		scheduled: make(map[*entry]struct{}),
 	}
+	q.pause.init()
 	for i := range q.inflight {
 		h := &q.inflight[i].head
 		h.prev, h.next = h, h
@@ -331,19 +333,44 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 	}
 	for {
 		var e *entry
-		select {
-		case e = <-q.ch:
-		default:
+		if q.pause.on.Load() {
+			if resumed := q.pause.waitFor(); resumed != nil {
+				select {
+				case <-resumed:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-handleClosed:
+					return nil, errStopped
+				case <-q.ps.closed:
+					return nil, errStopped
+				case <-q.gone:
+					return nil, errGone
+				}
+			}
+			continue
+		}
+		if e = q.pause.takeHeld(); e == nil {
+			pausing := *q.pause.pausing.Load()
 			select {
 			case e = <-q.ch:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-handleClosed:
-				return nil, errStopped
-			case <-q.ps.closed:
-				return nil, errStopped
-			case <-q.gone:
-				return nil, errGone
+			default:
+				select {
+				case e = <-q.ch:
+				case <-pausing:
+					continue
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-handleClosed:
+					return nil, errStopped
+				case <-q.ps.closed:
+					return nil, errStopped
+				case <-q.gone:
+					return nil, errGone
+				}
+			}
+			if q.pause.on.Load() {
+				q.pause.hold(e) // paused meanwhile: it goes out first on resume
+				continue
 			}
 		}
 		if q.isGone.Load() {
@@ -427,6 +454,24 @@ func (q *queue) bury(e *entry, reason string) {
 	q.mu.Lock()
 	q.dead = append(q.dead, e)
 	q.mu.Unlock()
+}
+
+// pruneDead forgets the dead messages that died before cutoff, and frees
+// their unique keys. q.dead is oldest death first.
+func (q *queue) pruneDead(cutoff time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(q.dead) && q.dead[n].diedAt.Before(cutoff) {
+		if e := q.dead[n]; e.key != "" && q.keys[e.key] == e {
+			delete(q.keys, e.key)
+		}
+		n++
+	}
+	if n > 0 {
+		clear(q.dead[:n])
+		q.dead = q.dead[n:]
+	}
 }
 
 func (q *queue) listDead(limit int) []pubsub.DeadMessage {

@@ -30,12 +30,10 @@
 // Every message is delivered at least once, to one consumer at a time,
 // oldest due first (run_at, then id), to any process on the table. Nack
 // backs off by the shared pubsub.RetryPolicy; a message past its attempts
-// is dead: kept, listed by ListDead, re-queued by RequeueDead, deleted by
-// DeleteDead; Peek and Message show the messages of each state and Cancel
-// deletes a waiting one, each with bounded, index-served statements
-// (inspect.go). A delivery not settled within its lease is handed out
-// again, counting the attempt.
-// A settle from a delivery whose lease ran out never touches the newer
+// is dead: kept, listed, re-queued or deleted one by one. Peek, Message and
+// Cancel run bounded, index-served statements (inspect.go). A delivery not
+// settled within its lease is handed out again, counting the attempt. A
+// settle from a delivery whose lease ran out never touches the newer
 // delivery (every settle is fenced by the row's delivery token) and
 // returns an error wrapping pubsub.ErrLeaseExpired. By default Ack returns
 // once the ack is queued for a grouped write, so an ack lost with the
@@ -57,14 +55,16 @@
 // reached, Enqueue returns the error and Dequeue keeps trying, logging,
 // until its ctx ends. Every statement, its own or a caller's, has a
 // deadline (Options.StatementTimeout): connections that stop answering
-// fail it and are replaced, and consumption goes on. After Close every call returns pubsub.ErrClosed.
+// fail it and are replaced, and consumption goes on. After Close every
+// call returns pubsub.ErrClosed.
 //
 // Subscriptions (ps.Subscribe, pubsub.Subscribe) are rows of a table, seen
 // by every process at once: a publish writes one copy per subscription in
 // one statement, in the caller's transaction when there is one (all copies
 // or none), and each copy is a message of its own (its own ID) in its
 // subscription's queue. The inbox (pubsub.Claim) writes its claims in the
-// caller's transaction; they are pruned after Options.Retention.
+// caller's transaction; they are pruned after Options.Retention. A pause
+// (pubsub.Pause) is a row too: no claim takes a paused queue's rows.
 //
 // # Model
 //
@@ -74,10 +74,9 @@
 // subscription is a queue of its own there, named after its topic. A
 // message's header (pubsub.WithHeader) is a JSON object in its row (NULL
 // without one), kept by every copy, redelivery and re-queue. Each topic
-// costs a table, an index and a few prepared statements per connection:
-// thousands of topics are better served by fewer. Consumers wake on
+// costs a table, an index and prepared statements. Consumers wake on
 // LISTEN/NOTIFY and poll every Options.PollInterval as the fallback. Each
-// PubSub rescues expired leases and prunes finished rows past
-// Options.Retention. docs/architecture.md says where each behaviour lives;
-// docs/design/dbpubsub.md records the measurements behind it.
+// PubSub rescues expired leases and prunes finished and dead rows past
+// Options.Retention and Options.DeadRetention. docs/architecture.md says
+// where each behaviour lives; docs/design/dbpubsub.md the measurements.
 package dbpubsub

@@ -115,8 +115,8 @@ func (f *fetcher) idle(stop <-chan struct{}, buffered int) {
 func (f *fetcher) round(stop <-chan struct{}, n int) {
 	st, ps := f.st, f.st.ps
 	ready := st.readyChan()
-	gen := st.dropped.Load()
-	rows, err := st.claim(n)
+	gen, pgen := st.dropped.Load(), st.pauseGen()
+	rows, paused, err := st.claim(n)
 	if err != nil {
 		if !ps.closing() {
 			f.log.Warn("dbpubsub: claim failed; retrying", "error", err)
@@ -135,13 +135,23 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	if st.dropped.Load() != gen {
 		rows = nil // the subscription was deleted meanwhile, with these rows
 	}
+	if !st.claimedPause(pgen, paused) {
+		st.release(rows) // paused, or maybe: see claimedPause
+		rows = nil
+		if st.pause.on.Load() {
+			st.releaseAll()
+		}
+	}
 	st.deliver(rows)
 	if len(rows) == n {
 		return
 	}
 	// Nothing more is ready: sleep until something may be.
 	poll := ps.opts.PollInterval
-	if next, ok, err := st.nextRunAt(); err != nil {
+	if st.pause.on.Load() {
+		// Resume wakes the fetcher (ready); without LISTEN, the next
+		// poll's claim tells.
+	} else if next, ok, err := st.nextRunAt(); err != nil {
 		f.log.Warn("dbpubsub: looking up the next due message failed", "error", err)
 	} else if ok {
 		poll = min(poll, max(time.Until(next)+time.Millisecond, 5*time.Millisecond))
@@ -223,8 +233,9 @@ func (f *claimFloor) claimed(full bool, top int64, now time.Time) {
 	}
 }
 
-// claim takes up to n ready rows, oldest first.
-func (st *topicState) claim(n int) ([]*delivery, error) {
+// claim takes up to n ready rows, oldest first, and says whether the
+// queue was paused (then it took none: pause.go).
+func (st *topicState) claim(n int) (_ []*delivery, paused bool, _ error) {
 	ps := st.ps
 	now := time.Now()
 	ctx, cancel := ps.stmtCtx(ps.ctx)
@@ -232,7 +243,7 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 	// The fetcher claims only once lookup succeeded.
 	rows, err := ps.sqldb.QueryContext(ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floor.at(now))
 	if err != nil {
-		return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	defer rows.Close()
 	var out []*delivery
@@ -243,7 +254,11 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		d := &delivery{leased: now}
 		var ready bool
 		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &header, &ready); err != nil {
-			return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+			return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		}
+		if d.id == 0 { // the row that says the queue is paused
+			paused = true
+			continue
 		}
 		if header != nil {
 			d.header = st.decodeHeader(d.id, header)
@@ -255,12 +270,12 @@ func (st *topicState) claim(n int) ([]*delivery, error) {
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	ps.noteMoved(moved)
 	sortDeliveries(out)
 	st.floor.claimed(len(out) == n, top, now)
-	return out, nil
+	return out, paused, nil
 }
 
 // decodeHeader returns the header of message id, stored as the JSON object

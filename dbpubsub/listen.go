@@ -235,7 +235,15 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, bo *backoff) error
 		l.mu.Lock()
 		s := l.subs[n.Channel]
 		l.mu.Unlock()
-		if s != nil {
+		switch {
+		case s == nil:
+		case n.Payload == payloadPause:
+			s.st.notePause(true)
+			st := s.st
+			st.ps.loops.Go(func(<-chan struct{}) { st.releaseAll() }) // else Close gives them back
+		case n.Payload == payloadResume:
+			s.st.notePause(false)
+		default:
 			s.st.wake()
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Maintenance every PubSub does in the background: it rescues the messages
-// whose lease ran out, prunes finished rows past the retention, and
+// whose lease ran out, prunes finished and dead rows past their retention, and
 // analyzes the message table while it is young and whenever its statistics
 // are stale.
 
@@ -87,26 +87,44 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 	}
 }
 
-// Prune deletes the finished (acked) rows older than Options.Retention, of
-// every topic, and says how many it deleted; then the inbox claims older
-// than Options.Retention. Every PubSub runs it every
+// Prune deletes the finished (acked) rows older than Options.Retention and
+// the dead rows that died longer than Options.DeadRetention ago (unless it
+// is negative), of every topic, and says how many it deleted; then the
+// inbox claims older than Options.Retention. Every PubSub runs it every
 // Options.PruneInterval.
 func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
+	total, err := ps.pruneRows(ctx, ps.stmts.prune, ps.opts.Retention, "finished")
+	if err != nil || ps.closing() {
+		return total, err
+	}
+	if ps.opts.DeadRetention >= 0 {
+		n, err := ps.pruneRows(ctx, ps.stmts.pruneDead, ps.opts.DeadRetention, "dead")
+		total += n
+		if err != nil || ps.closing() {
+			return total, err
+		}
+	}
+	return total, ps.pruneInbox(ctx)
+}
+
+// pruneRows runs stmt, which deletes up to pruneBatch rows older than
+// retention, until it deletes fewer, and says how many it deleted.
+func (ps *PubSub) pruneRows(ctx context.Context, stmt string, retention time.Duration, what string) (int64, error) {
 	var total int64
 	for {
 		sctx, cancel := ps.stmtCtx(ctx)
-		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.prune, ps.opts.Retention.Microseconds(), pruneBatch)
+		res, err := ps.sqldb.ExecContext(sctx, stmt, retention.Microseconds(), pruneBatch)
 		cancel()
 		if err != nil {
-			return total, fmt.Errorf("dbpubsub: prune: %w", err)
+			return total, fmt.Errorf("dbpubsub: prune %s rows: %w", what, err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("dbpubsub: prune: %w", err)
+			return total, fmt.Errorf("dbpubsub: prune %s rows: %w", what, err)
 		}
 		total += n
 		if n < pruneBatch || ps.closing() {
-			return total, ps.pruneInbox(ctx)
+			return total, nil
 		}
 	}
 }

@@ -24,6 +24,10 @@ const (
 	DefaultPrefetch = 8
 	// DefaultRetention is how long finished rows are kept before pruning.
 	DefaultRetention = 24 * time.Hour
+	// DefaultDeadRetention is how long dead rows are kept before pruning:
+	// longer than finished rows, so that a dead letter can be looked at
+	// and re-queued, but not forever.
+	DefaultDeadRetention = 30 * 24 * time.Hour
 	// DefaultPruneInterval is how often finished rows past the retention
 	// are deleted.
 	DefaultPruneInterval = time.Minute
@@ -77,7 +81,13 @@ type Options struct {
 	// Retention is how long finished (acked) rows are kept. 0 means
 	// DefaultRetention.
 	Retention time.Duration
-	// PruneInterval is how often finished rows past Retention are deleted.
+	// DeadRetention is how long dead rows are kept after they died (or
+	// were rejected), and with them their unique keys. 0 means
+	// DefaultDeadRetention; a negative value keeps them until re-queued
+	// or purged (pubsub.DeadLetters).
+	DeadRetention time.Duration
+	// PruneInterval is how often finished rows past Retention, and dead
+	// rows past DeadRetention, are deleted.
 	// 0 means DefaultPruneInterval; a negative value turns pruning off in
 	// this PubSub.
 	PruneInterval time.Duration
@@ -193,6 +203,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Retention == 0 {
 		o.Retention = DefaultRetention
+	}
+	if o.DeadRetention == 0 {
+		o.DeadRetention = DefaultDeadRetention
 	}
 	if o.PruneInterval == 0 {
 		o.PruneInterval = DefaultPruneInterval

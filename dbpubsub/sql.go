@@ -27,6 +27,12 @@ type statements struct {
 	release      string
 	rescue       string
 	prune        string
+	pruneDead    string
+
+	// pausing (pause.go)
+	pause  string
+	resume string
+	paused string
 
 	// subscriptions (subscription.go) and the inbox (inbox.go)
 	routeOf      string
@@ -58,7 +64,9 @@ func guard(fanout string, n int) string {
 const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) = 'off'`
 
 // claimSQL takes up to $2 ready messages of topic $1 for a lease of $3
-// µs: first the due pending rows of the message table (delayed, retried,
+// µs, unless the queue is paused (p: one look-up of the paused table's
+// primary key, evaluated once; then it takes nothing and returns one row
+// of id 0, which no message has): first the due pending rows of the message table (delayed, retried,
 // given back, unique), oldest first, then, for the rest, the rows of the
 // topic's ready table above id $4 (the claim's keyset floor; 0 for all) in
 // id order, moved into the message table as processing, with their
@@ -67,9 +75,10 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) = 'o
 // join, a generic plan may hash the whole ready table). Its commit is
 // asynchronous ({ASYNC}): a claim lost in a server crash leaves its rows
 // ready, to be delivered again.
-const claimSQL = `WITH m AS MATERIALIZED (
+const claimSQL = `WITH p AS MATERIALIZED (SELECT EXISTS (SELECT FROM {P} WHERE queue = $1) AS held),
+	m AS MATERIALIZED (
 		SELECT id FROM {T}
-		WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND {ASYNC}
+		WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND {ASYNC} AND NOT (SELECT held FROM p)
 		ORDER BY run_at, id LIMIT $2
 		FOR UPDATE SKIP LOCKED),
 	mu AS (
@@ -79,7 +88,7 @@ const claimSQL = `WITH m AS MATERIALIZED (
 		RETURNING t.id, t.data, t.attempts, t.token, t.run_at, t.headers),
 	r AS MATERIALIZED (
 		SELECT id FROM {R}
-		WHERE id > $4
+		WHERE id > $4 AND NOT (SELECT held FROM p)
 		ORDER BY id LIMIT greatest($2 - (SELECT count(*) FROM m), 0)
 		FOR UPDATE SKIP LOCKED),
 	rd AS (
@@ -94,7 +103,9 @@ const claimSQL = `WITH m AS MATERIALIZED (
 		RETURNING id, data, attempts, token, run_at, headers)
 	SELECT id, data, attempts, token, run_at, headers, false FROM mu
 	UNION ALL
-	SELECT id, data, attempts, token, run_at, headers, true FROM ri`
+	SELECT id, data, attempts, token, run_at, headers, true FROM ri
+	UNION ALL
+	SELECT 0, NULL, 0, 0, now(), NULL, false FROM p WHERE p.held`
 
 // settleSQL settles the deliveries of rows $1 with tokens $2: status $3,
 // for status pending after $4 µs, with reason $5 (” keeps the last); it
@@ -129,12 +140,15 @@ func newStatements(table string) statements {
 	fan := quoteIdent(migrations.FanoutTable(table))
 	r := strings.NewReplacer("{T}", t, "{PROCESSING}", processingByID, "{ASYNC}", asyncCommit,
 		"{F}", fan, "{S}", quoteIdent(migrations.SubscriptionsTable(table)), "{I}", quoteIdent(migrations.InboxTable(table)),
+		"{P}", quoteIdent(migrations.PausedTable(table)),
 		"{G4}", guard(fan, 4), "{G5}", guard(fan, 5), "{G2}", guard(fan, 2))
 	return statements{
 		// The schema-qualified name of the table found in the search_path,
-		// and whether it has the headers column (migration 0007).
+		// whether it has the headers column (migration 0007), and whether
+		// the paused table $2 is beside it (migration 0008).
 		resolve: `SELECT n.nspname || '.' || c.relname, EXISTS (SELECT FROM pg_catalog.pg_attribute a
-				WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped)
+				WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped),
+				to_regclass(format('%I.%I', n.nspname, $2::text)) IS NOT NULL
 			FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
@@ -257,9 +271,10 @@ func newStatements(table string) statements {
 		dropSub: r.Replace(`WITH d AS (DELETE FROM {S} WHERE topic = $1 AND name = $2 RETURNING topic),
 			v AS (UPDATE {F} SET version = version + 1 WHERE topic IN (SELECT topic FROM d))
 			SELECT 1 FROM d`),
-		// The copies and inbox keys of queue $1, once its subscription is
-		// deleted (its ready table is emptied beside).
-		dropCopies: r.Replace(`WITH i AS (DELETE FROM {I} WHERE queue = $1)
+		// The copies, inbox keys and pause of queue $1, once its
+		// subscription is deleted (its ready table is emptied beside).
+		dropCopies: r.Replace(`WITH i AS (DELETE FROM {I} WHERE queue = $1),
+				p AS (DELETE FROM {P} WHERE queue = $1)
 			DELETE FROM {T} WHERE topic = $1`),
 
 		// A publish for later (or in a caller's transaction for later)
@@ -305,6 +320,20 @@ func newStatements(table string) statements {
 		prune: r.Replace(`DELETE FROM {T} WHERE id = ANY (ARRAY(
 				SELECT id FROM {T} WHERE status = 'finished' AND finished_at < now() - $1 * interval '1 microsecond'
 				LIMIT $2 FOR UPDATE SKIP LOCKED))`),
+		// The same for dead rows (their finished_at is when they died;
+		// the died index of migration 0008).
+		pruneDead: r.Replace(`DELETE FROM {T} WHERE id = ANY (ARRAY(
+				SELECT id FROM {T} WHERE status = 'dead' AND finished_at < now() - $1 * interval '1 microsecond'
+				LIMIT $2 FOR UPDATE SKIP LOCKED))`),
+
+		// Pause and resume queue $1, telling its consumers in every
+		// process on its channel $2 (the payload says which: listen.go);
+		// whether queue $1 is paused.
+		pause: r.Replace(`WITH i AS (INSERT INTO {P} (queue) VALUES ($1) ON CONFLICT DO NOTHING)
+			SELECT pg_notify($2, '` + payloadPause + `')`),
+		resume: r.Replace(`WITH d AS (DELETE FROM {P} WHERE queue = $1)
+			SELECT pg_notify($2, '` + payloadResume + `')`),
+		paused: r.Replace(`SELECT EXISTS (SELECT FROM {P} WHERE queue = $1)`),
 	}
 }
 
@@ -330,6 +359,7 @@ type readyStatements struct {
 func newReadyStatements(table, ready, seq string) readyStatements {
 	fan := quoteIdent(migrations.FanoutTable(table))
 	r := strings.NewReplacer("{T}", quoteIdent(table), "{R}", ready, "{SEQ}", quoteLiteral(seq),
+		"{P}", quoteIdent(migrations.PausedTable(table)),
 		"{G3}", guard(fan, 3), "{G4}", guard(fan, 4), "{ASYNC}", asyncCommit)
 	const (
 		// $1 topic, $2 data[] in the order given, {H} headers[] (NULL:

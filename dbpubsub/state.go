@@ -47,6 +47,7 @@ type topicState struct {
 	ready   chan struct{} // closed when a message may have become ready (wake)
 
 	floor claimFloor // owned by the fetcher
+	pause pauseState // pause.go
 }
 
 // delivery is a row claimed for a consumer of this PubSub.
@@ -125,7 +126,7 @@ func (st *topicState) take() (*delivery, *waiter) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.lastWant = time.Now()
-	if len(st.buf) > 0 {
+	if len(st.buf) > 0 && !st.pause.on.Load() {
 		d := st.buf[0]
 		st.buf[0] = nil
 		st.buf = st.buf[1:]
@@ -149,10 +150,15 @@ func (st *topicState) leave(w *waiter) {
 	st.poke()
 }
 
-// deliver hands claimed rows to the waiters, in order, and buffers the rest.
+// deliver hands claimed rows to the waiters, in order, and buffers the
+// rest; it gives them back if the queue was paused meanwhile (pause.go).
 func (st *topicState) deliver(rows []*delivery) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	if st.pause.on.Load() {
+		st.mu.Unlock()
+		st.release(rows)
+		return
+	}
 	for _, d := range rows {
 		if len(st.waiters) == 0 {
 			st.buf = append(st.buf, d)
@@ -163,6 +169,7 @@ func (st *topicState) deliver(rows []*delivery) {
 		st.waiters = st.waiters[1:]
 		w.ch <- d
 	}
+	st.mu.Unlock()
 }
 
 // wanted says how many rows to claim: one per waiter plus prefetch, up to
@@ -264,7 +271,8 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 // qualifiedTable returns the schema-qualified name of the message table,
 // looking it up once. It wraps migrations.ErrNotMigrated when the table
 // does not exist, or lacks migration 0007 (every statement that writes or
-// claims messages names its headers column).
+// claims messages names its headers column) or 0008 (every claim reads
+// the paused table).
 func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	if q := ps.qualified.Load(); q != nil {
 		return *q, nil
@@ -272,9 +280,10 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	// No lock while querying: callers give up with their own ctx, and
 	// concurrent look-ups find the same answer.
 	var q string
-	var headers bool
+	var headers, paused bool
 	sctx, cancel := ps.stmtCtx(ctx)
-	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table)).Scan(&q, &headers)
+	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table), migrations.PausedTable(ps.opts.Table)).
+		Scan(&q, &headers, &paused)
 	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", migrations.NotMigratedError(ps.opts.Table, "is missing")
@@ -284,6 +293,9 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	}
 	if !headers {
 		return "", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0007 (message headers)")
+	}
+	if !paused {
+		return "", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0008 (paused queues)")
 	}
 	ps.qualified.Store(&q)
 	return q, nil

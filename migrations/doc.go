@@ -30,11 +30,12 @@
 // of <table>_ready, so an app role without CREATE can use new topics), the
 // registry <table>_topics, the view <table>_all over every message, and
 // the subscriptions' tables <table>_subscriptions, <table>_fanout and
-// <table>_inbox.
+// <table>_inbox, and the paused queues' <table>_paused.
 //
 // An app role that does not own the tables needs USAGE on their schema,
-// SELECT, INSERT, UPDATE and DELETE on <table>, <table>_ready and the
-// three subscriptions' tables, USAGE on <table>_id_seq, SELECT on
+// SELECT, INSERT, UPDATE and DELETE on <table>, <table>_ready, the three
+// subscriptions' tables and <table>_paused (migration 0008 gave it to the
+// roles that held them on <table> then), USAGE on <table>_id_seq, SELECT on
 // <table>_migrations (to run Migrate or Verify at start-up: on an
 // up-to-date schema Migrate only reads it), and EXECUTE on the ready-table
 // function, which runs with the rights of the role that ran the migrations

@@ -24,7 +24,7 @@ func appRole(t *testing.T, dsn string, owner *bun.DB) *bun.DB {
 	role := newRole(t, owner, "NOLOGIN")
 	exec(t, owner,
 		`GRANT USAGE ON SCHEMA `+pgtestSchema(t, owner)+` TO `+role,
-		`GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_ready, jobs_subscriptions, jobs_fanout, jobs_inbox TO `+role,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON jobs, jobs_ready, jobs_subscriptions, jobs_fanout, jobs_inbox, jobs_paused TO `+role,
 		`GRANT USAGE ON SEQUENCE jobs_id_seq TO `+role,
 		`GRANT EXECUTE ON FUNCTION jobs_ready_table(text) TO `+role,
 		`GRANT SELECT ON jobs_migrations TO `+role,

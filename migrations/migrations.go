@@ -98,6 +98,10 @@ func FanoutTable(table string) string { return table + "_fanout" }
 // (pubsub.Inbox; migration 0005).
 func InboxTable(table string) string { return table + "_inbox" }
 
+// PausedTable is the name of the table of the paused queues
+// (pubsub.Pauser; migration 0008).
+func PausedTable(table string) string { return table + "_paused" }
+
 // AllView is the name of the view that shows every message of the message
 // table named table, wherever it is stored, in the message table's columns
 // (migration 0002).

@@ -90,5 +90,6 @@ func abilities() pubsubtest.Abilities {
 		Subscriptions: true,
 		// Peek and Cancel are not offered (inspect.go).
 		TopicList: true, DeleteDead: true,
+		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).
 	}
 }

@@ -58,10 +58,11 @@
 // before the enqueue; it is due within milliseconds while a process
 // consumes the topic. Claim (the inbox) writes at once: NATS takes part in
 // no caller's transaction, and an enqueue in one (pubsub.WithTx) is
-// refused with pubsub.ErrUnsupported. Batch enqueue is not offered
-// (JetStream 2.9 has no atomic batch). Of the inspection abilities it
-// offers Topics and DeleteDead, not Peek or Cancel (inspect.go says why).
-// A message's pubsub.Header travels
+// refused with pubsub.ErrUnsupported. Batch enqueue and pausing are not
+// offered (JetStream 2.9 has no atomic batch and no consumer pause); dead
+// messages are kept for Options.DeadRetention (30 days by default). Of the
+// inspection abilities it offers Topics and DeleteDead, not Peek or Cancel
+// (inspect.go says why). A message's pubsub.Header travels
 // as NATS headers under keys of its own ("Conveyor-H-<key>"), so no key is
 // refused or taken for conveyor's or the server's. The largest payload is
 // the server's max_payload (1 MiB by default) less about 21 KiB for

@@ -24,6 +24,9 @@ const (
 	// DefaultInboxRetention is how long an inbox claim is kept: as long
 	// as dbpubsub keeps its finished messages and claims by default.
 	DefaultInboxRetention = 24 * time.Hour
+	// DefaultDeadRetention is how long a dead message is kept: as long as
+	// dbpubsub keeps its dead rows by default.
+	DefaultDeadRetention = 30 * 24 * time.Hour
 	// headerRoom is the part of the server's max_payload kept for the
 	// headers conveyor adds to a message (its ID, and a dead message's
 	// attempts and last error). A caller's pubsub.Header counts toward
@@ -70,6 +73,11 @@ type Options struct {
 	// a redelivery later than that claims anew. At least a second; 0
 	// means DefaultInboxRetention.
 	InboxRetention time.Duration
+	// DeadRetention is how long a dead message is kept in the topic's
+	// dead-letter stream (its MaxAge): the server deletes older ones. At
+	// least a second; 0 means DefaultDeadRetention; a negative value keeps
+	// them until re-queued or purged.
+	DeadRetention time.Duration
 	// Bind leaves the topics' streams and buckets to the operator: the
 	// PubSub looks them up and never creates or changes one (it still
 	// makes and deletes the consumers of subscriptions); a missing one is
@@ -108,6 +116,8 @@ func (o Options) resolve(maxPayload int) (resolved, error) {
 		return resolved{}, fmt.Errorf("natspubsub: Options.UniqueWindow is %v, want 0 (default: %v) or at least 100ms", o.UniqueWindow, DefaultUniqueWindow)
 	case o.InboxRetention != 0 && o.InboxRetention < time.Second:
 		return resolved{}, fmt.Errorf("natspubsub: Options.InboxRetention is %v, want 0 (default: %v) or at least 1s", o.InboxRetention, DefaultInboxRetention)
+	case o.DeadRetention > 0 && o.DeadRetention < time.Second:
+		return resolved{}, fmt.Errorf("natspubsub: Options.DeadRetention is %v, want 0 (default: %v), at least 1s, or negative (kept)", o.DeadRetention, DefaultDeadRetention)
 	case o.Replicas < 0 || o.Replicas > 5:
 		return resolved{}, fmt.Errorf("natspubsub: Options.Replicas is %d, want 0 (default: 1) to 5", o.Replicas)
 	}
@@ -122,6 +132,9 @@ func (o Options) resolve(maxPayload int) (resolved, error) {
 	}
 	if o.InboxRetention == 0 {
 		o.InboxRetention = DefaultInboxRetention
+	}
+	if o.DeadRetention == 0 {
+		o.DeadRetention = DefaultDeadRetention
 	}
 	storeMax := 0
 	if maxPayload > 0 {

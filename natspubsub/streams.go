@@ -38,6 +38,7 @@ func (st *topicState) deadConfig() jetstream.StreamConfig {
 		Description: st.name + " (dead letters)",
 		Subjects:    []string{st.n.deadPrefix + "*"},
 		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      max(st.ps.opts.DeadRetention, 0), // 0: kept
 		Storage:     jetstream.FileStorage,
 		Replicas:    st.ps.opts.Replicas,
 	}

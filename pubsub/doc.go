@@ -51,11 +51,12 @@
 // # Optional abilities
 //
 // Delayed and batch enqueue, attempt numbers, lease extension, failing with
-// a reason, rejecting at once, dead letters and stats are small interfaces a
-// backend may implement (Delayer, BatchEnqueuer, Attempter, LeaseExtender,
-// Failer, Rejecter, DeadLetters, Stater), as are listing topics, peeking
-// at messages by state or ID, cancelling one and deleting one dead
-// (TopicLister, Peeker, Canceler, DeadDeleter: inspect.go). Call them through the package
+// a reason, rejecting at once, dead letters, stats and pausing a
+// subscription are small interfaces a backend may implement (Delayer,
+// BatchEnqueuer, Attempter, LeaseExtender, Failer, Rejecter, DeadLetters,
+// Stater, Pauser), as are listing topics, peeking at messages by state or
+// ID, cancelling one and deleting one dead (TopicLister, Peeker, Canceler,
+// DeadDeleter: inspect.go). Call them through the package
 // functions of the same names: they find the ability through any wrapper
 // that exposes Unwrap (see As), and return ErrUnsupported, or use the
 // documented fallback, when a backend lacks one.

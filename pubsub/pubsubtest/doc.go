@@ -28,7 +28,8 @@
 // make a transaction of the backend's store, so the backend's own tests
 // check that. Message headers (headers.go) are checked on every enqueue
 // the backend offers and on every kind of delivery: every backend must
-// carry them.
+// carry them. Pausing (pause.go) is checked per subscription, across
+// handles, and on a durable or shared backend across PubSubs.
 //
 // The cases run in parallel, each on its own backend. Timing cases use short
 // leases and backoffs from Config; they assert lower bounds (a message must

@@ -58,6 +58,7 @@ type Abilities struct {
 	Cancel    bool // Topic: pubsub.Canceler
 	// DeleteDead: Topic: pubsub.DeadDeleter.
 	DeleteDead bool
+	Pause      bool // Topic: pubsub.Pauser
 }
 
 // AllMessageAbilities is every optional ability of a PubSub, a Topic and a
@@ -65,7 +66,7 @@ type Abilities struct {
 // apply.
 func AllMessageAbilities() Abilities {
 	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, OldestReady: true, Inbox: true,
-		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true,
+		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true, Pause: true,
 		TopicList: true, Peek: true, Cancel: true, DeleteDead: true}
 }
 

@@ -56,7 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	cases = append(append(append(cases, subscriptionCases...), headerCases...), inspectCases...)
+	cases = append(append(append(append(cases, subscriptionCases...), headerCases...), inspectCases...), pauseCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -870,6 +870,7 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[pubsub.DeadLetters](tp)},
 		{"pubsub.Stater (Abilities.Stats)", a.Stats, has[pubsub.Stater](tp)},
 		{"pubsub.Inbox (Abilities.Inbox)", a.Inbox, has[pubsub.Inbox](tp)},
+		{"pubsub.Pauser (Abilities.Pause)", a.Pause, has[pubsub.Pauser](tp)},
 		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
 		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
 		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
