@@ -32,6 +32,7 @@
 //	conveyor requeue TOPIC ID|-all    make dead messages ready again
 //	conveyor purge TOPIC ID|-all-dead delete dead messages for good
 //	conveyor cancel TOPIC ID          delete a ready or scheduled message undelivered
+//	conveyor pause|resume TOPIC       hold back a subscription's messages, or let them go
 //
 // Each acts on the topic's default subscription, or on -subscription NAME
 // (stats without it: on every subscription). Output is an aligned table,

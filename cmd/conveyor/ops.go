@@ -51,7 +51,7 @@ type opsCommand struct {
 
 // opsCommands is the table of operator's commands, in the order of the
 // usage text. Adding one (pause, resume) is adding an entry.
-var opsCommands = []*opsCommand{topicsCmd, statsCmd, peekCmd, showCmd, requeueCmd, purgeCmd, cancelCmd, migrateCmd}
+var opsCommands = []*opsCommand{topicsCmd, statsCmd, peekCmd, showCmd, requeueCmd, purgeCmd, cancelCmd, pauseCmd, resumeCmd, migrateCmd}
 
 func findOpsCommand(name string) *opsCommand {
 	for _, c := range opsCommands {

@@ -479,6 +479,7 @@ func TestOpsNATS(t *testing.T) {
 			[]string{"ID", "ATTEMPTS", "DIED AT", "SIZE", "DATA", "LAST ERROR"},
 			[]string{dead, "1", anyTime, "20", `"{\"order\":7,\"qty\":-1}"`, `"qty must be positive"`}), nil},
 		{"PeekReady", []string{"peek", "orders"}, 1, "", []string{"not supported by this backend"}},
+		{"Pause", []string{"pause", "orders"}, 1, "", []string{"not supported by this backend"}},
 		{"Topics", []string{"topics"}, 0, columns(
 			[]string{"TOPIC", "SUBSCRIPTIONS"},
 			[]string{"orders", "default"}), nil},
