@@ -39,11 +39,10 @@
 // once the ack is queued for a grouped write, so an ack lost with the
 // process (within milliseconds of the call) brings its message back after
 // its lease; with Options.ConfirmAck, Ack returns once it is committed.
-// Claims, queued acks and notifications commit without waiting for the
-// WAL flush (synchronous_commit off in their own transactions only): a
-// PostgreSQL crash may bring back the messages claimed or acked in its
-// last moment, never lose one; enqueues and confirmed acks wait for it.
-// Every optional ability of package pubsub is offered.
+// Claims, queued acks and notifications skip the WAL flush (their own
+// transactions only): a PostgreSQL crash may bring back the messages
+// claimed or acked in its last moment, never lose one. Every optional
+// ability of package pubsub is offered.
 //
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's
 // error and changed nothing; once sent it is awaited, up to

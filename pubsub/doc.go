@@ -50,16 +50,13 @@
 //
 // # Optional abilities
 //
-// Delayed and batch enqueue, attempt numbers, lease extension, failing with
-// a reason, rejecting at once, dead letters, stats and pausing a
-// subscription are small interfaces a backend may implement (Delayer,
-// BatchEnqueuer, Attempter, LeaseExtender, Failer, Rejecter, DeadLetters,
-// Stater, Pauser), as are listing topics, peeking at messages by state or
-// ID, cancelling one and deleting one dead (TopicLister, Peeker, Canceler,
-// DeadDeleter: inspect.go). Call them through the package
-// functions of the same names: they find the ability through any wrapper
-// that exposes Unwrap (see As), and return ErrUnsupported, or use the
-// documented fallback, when a backend lacks one.
+// Small interfaces a backend may implement: Delayer, BatchEnqueuer,
+// Attempter, LeaseExtender, Failer, Rejecter, DeadLetters, Stater, Pauser,
+// and for operators TopicLister, Peeker, Canceler, DeadDeleter
+// (inspect.go). Call them through the package functions of the same
+// names: they find the ability through any wrapper that exposes Unwrap
+// (see As), and return ErrUnsupported, or use the documented fallback,
+// when a backend lacks one; instrument.go has the hooks of a wrapper.
 //
 // WithTx asks every enqueue made with its ctx to run in the caller's
 // transaction; a backend that cannot honour it refuses with ErrUnsupported.
