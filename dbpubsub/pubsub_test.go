@@ -783,7 +783,7 @@ func TestBufferedLeasesAreRenewed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := newStore(t)
-	const lease = 400 * time.Millisecond
+	const lease = time.Second // not less: a renewal late by a loaded machine would fail it
 	ps := newPubSub(t, db, dbpubsub.Options{Lease: lease, Prefetch: 20})
 	tp := ps.Topic("busy")
 	const n = 30
@@ -799,7 +799,7 @@ func TestBufferedLeasesAreRenewed(t *testing.T) {
 		if string(m.Data()) != fmt.Sprint(i) || pubsub.Attempt(m) != 1 {
 			t.Fatalf("got %q attempt %d, want %d attempt 1", m.Data(), pubsub.Attempt(m), i)
 		}
-		time.Sleep(30 * time.Millisecond) // 20 buffered rows wait 600 ms
+		time.Sleep(75 * time.Millisecond) // 20 buffered rows wait 1.5 s, over the lease
 		if err := m.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
