@@ -72,10 +72,9 @@
 // and dead messages live; the view conveyor_events_all shows them all. A
 // subscription is a queue of its own there, named after its topic. A
 // message's header (pubsub.WithHeader) is a JSON object in its row (NULL
-// without one), kept by every copy, redelivery and re-queue. Each topic
-// costs a table, an index and prepared statements. Consumers wake on
-// LISTEN/NOTIFY and poll every Options.PollInterval as the fallback. Each
-// PubSub rescues expired leases and prunes finished and dead rows past
-// Options.Retention and Options.DeadRetention. docs/architecture.md says
-// where each behaviour lives; docs/design/dbpubsub.md the measurements.
+// without one), kept by every copy, redelivery and re-queue. Consumers
+// wake on LISTEN/NOTIFY and poll every Options.PollInterval as the
+// fallback. Each PubSub rescues expired leases and prunes finished and
+// dead rows past Options.Retention and Options.DeadRetention.
+// docs/architecture.md says where each behaviour lives.
 package dbpubsub
