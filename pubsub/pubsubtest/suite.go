@@ -501,7 +501,9 @@ func testSizeLimit(t *testing.T, h Harness) {
 }
 
 func testDelay(t *testing.T, h Harness) {
-	const delay = 400 * time.Millisecond
+	// Long enough that "now", enqueued after it, is due first even on a
+	// loaded machine (400 ms was not).
+	const delay = 2 * time.Second
 	tp := open(t, newPubSub(t, h, Config{}), "delay")
 	start := time.Now()
 	need(t, h.Abilities.Delay, "delayed enqueue (pubsub.Delayer)")
