@@ -252,16 +252,11 @@ func parseID(id string) (int64, error) {
 // and its data. As Peek, it writes the acks this PubSub queued before the
 // call first (Options.ConfirmAck).
 func (t *Topic) Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error) {
-	if err := t.check(); err != nil {
-		return pubsub.MessageInfo{}, nil, err
-	}
 	st, ps := t.st, t.st.ps
-	fail := func(err error) (pubsub.MessageInfo, []byte, error) {
-		return pubsub.MessageInfo{}, nil, ctxErr(ctx, fmt.Errorf("dbpubsub: message %q of %s: %w", id, st.label(), err))
-	}
-	n, err := parseID(id)
+	n, wrap, err := t.byID(ctx, "message", id)
+	fail := func(err error) (pubsub.MessageInfo, []byte, error) { return pubsub.MessageInfo{}, nil, wrap(err) }
 	if err != nil {
-		return fail(err)
+		return pubsub.MessageInfo{}, nil, err
 	}
 	if err := ps.Flush(ctx); err != nil { // the acks queued before the call
 		return fail(err)
@@ -308,16 +303,10 @@ func (t *Topic) Message(ctx context.Context, id string) (pubsub.MessageInfo, []b
 // in one statement: from its ready table, or, pending, from the message
 // table. A row claimed meanwhile is processing, and stays.
 func (t *Topic) Cancel(ctx context.Context, id string) error {
-	if err := t.check(); err != nil {
-		return err
-	}
 	st, ps := t.st, t.st.ps
-	fail := func(err error) error {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: cancel message %q of %s: %w", id, st.label(), err))
-	}
-	n, err := parseID(id)
+	n, fail, err := t.byID(ctx, "cancel message", id)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	m, err := st.lookup(ctx)
 	if err != nil {
@@ -353,16 +342,10 @@ func (t *Topic) Cancel(ctx context.Context, id string) error {
 
 // DeleteDead deletes the dead message id of the subscription for good.
 func (t *Topic) DeleteDead(ctx context.Context, id string) error {
-	if err := t.check(); err != nil {
-		return err
-	}
 	st, ps := t.st, t.st.ps
-	fail := func(err error) error {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: delete dead message %q of %s: %w", id, st.label(), err))
-	}
-	n, err := parseID(id)
+	n, fail, err := t.byID(ctx, "delete dead message", id)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
@@ -376,4 +359,20 @@ func (t *Topic) DeleteDead(ctx context.Context, id string) error {
 		return fail(fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound))
 	}
 	return nil
+}
+
+// byID begins a call on message id of the subscription: it checks the
+// handle, parses id, and returns wrap, which names the call (op), the
+// message and the subscription in an error. err is already wrapped.
+func (t *Topic) byID(ctx context.Context, op, id string) (n int64, wrap func(error) error, err error) {
+	wrap = func(err error) error {
+		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s %q of %s: %w", op, id, t.st.label(), err))
+	}
+	if err := t.check(); err != nil {
+		return 0, wrap, err
+	}
+	if n, err = parseID(id); err != nil {
+		return 0, wrap, wrap(err)
+	}
+	return n, wrap, nil
 }
