@@ -38,4 +38,6 @@ var Keys = map[string]string{
 	"failed":        "how many messages failed and will be retried",
 	"trace_id":      "the trace of the span the record was logged in (otelconveyor.LogHandler)",
 	"span_id":       "the span the record was logged in (otelconveyor.LogHandler)",
+	"action":        "an operator's action done from the dashboard (requeue, purge, cancel, pause...)",
+	"page":          "a dashboard page (its template's name)",
 }
