@@ -93,9 +93,17 @@ func formatAge(d time.Duration) string {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		s := d.Round(time.Second).String()
+		if t, ok := strings.CutSuffix(s, "m0s"); ok {
+			return t + "m"
+		}
+		return s
 	case d < 48*time.Hour:
-		return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+		if t, ok := strings.CutSuffix(s, "h0m"); ok {
+			return t + "h"
+		}
+		return s
 	}
 	return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
 }

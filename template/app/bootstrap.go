@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/dashboard"
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
@@ -36,6 +37,7 @@ type App struct {
 	handlers  Handlers
 	ps        pubsub.PubSub
 	scheduler *event.Scheduler
+	dashboard *dashboard.Dashboard // nil when it is off
 }
 
 // bootstrap builds the telemetry and the injector, registers the
@@ -57,6 +59,11 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		}
 	}()
 	app := &App{ctx: ictx, cfg: cfg, log: log, stats: NewStats(), telemetry: tel}
+	defer func() {
+		if err != nil && app.dashboard != nil {
+			_ = app.dashboard.Close() // it returns no error
+		}
+	}()
 
 	// The app's own services, by type: `inject:""` fields get them.
 	if err := errors.Join(
@@ -142,6 +149,16 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	app.handlers.Metrics = tel.MetricsHandler(log)
 	if app.ps, err = di.Resolve[pubsub.PubSub](ictx); err != nil {
 		return nil, err
+	}
+	// The dashboard at /conveyor/: the topic is named, for the backends
+	// that cannot list theirs (NATS).
+	if cfg.Dashboard != DashboardOff {
+		app.dashboard, err = dashboard.New(app.ps, dashboard.Options{Prefix: "/conveyor", Topics: []string{orders.Topic},
+			ReadOnly: cfg.Dashboard == DashboardReadOnly, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		app.handlers.Dashboard = app.dashboard
 	}
 
 	// The periodic event: a sales report every cfg.ReportEvery. With several
@@ -283,6 +300,9 @@ func (a *App) Shutdown() error {
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.DrainTimeout)
 	defer cancel()
 	var errs []error
+	if a.dashboard != nil {
+		_ = a.dashboard.Close() // it returns no error
+	}
 	if err := a.scheduler.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
 	}

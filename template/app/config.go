@@ -27,6 +27,20 @@ const (
 	BackendNATS Backend = "nats"
 )
 
+// Dashboard says whether the app serves the dashboard at /conveyor/, and
+// whether it can change anything.
+type Dashboard string
+
+const (
+	// DashboardOn serves it with its actions (requeue, delete, cancel,
+	// pause): put it behind the app's own authentication in production.
+	DashboardOn Dashboard = "on"
+	// DashboardReadOnly serves it without actions.
+	DashboardReadOnly Dashboard = "read-only"
+	// DashboardOff does not serve it.
+	DashboardOff Dashboard = "off"
+)
+
 // Config is the app's configuration, read from the environment by
 // LoadConfig. It is registered in the injector: a field of type Config
 // tagged `inject:""` gets it.
@@ -44,6 +58,7 @@ type Config struct {
 	WriteTimeout time.Duration // CONVEYOR_WRITE_TIMEOUT: longest time to answer a request once read (default 30s)
 	IdleTimeout  time.Duration // CONVEYOR_IDLE_TIMEOUT: how long an idle keep-alive connection stays open (default 1m)
 	LogLevel     slog.Level    // CONVEYOR_LOG_LEVEL: debug, info (default), warn or error
+	Dashboard    Dashboard     // CONVEYOR_DASHBOARD: on (default), read-only or off: the dashboard at /conveyor/
 	OTLPEndpoint string        // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT: where traces go over OTLP/HTTP (default: no tracing)
 }
 
@@ -81,6 +96,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		WriteTimeout: DefaultWriteTimeout,
 		IdleTimeout:  DefaultIdleTimeout,
 		LogLevel:     slog.LevelInfo,
+		Dashboard:    DashboardOn,
 	}
 	var errs []error
 	bad := func(name, value, want string) {
@@ -152,6 +168,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			bad("CONVEYOR_LOG_LEVEL", v, "debug, info, warn or error")
 		}
+	}
+	switch v := Dashboard(getenv("CONVEYOR_DASHBOARD")); v {
+	case "":
+	case DashboardOn, DashboardReadOnly, DashboardOff:
+		c.Dashboard = v
+	default:
+		bad("CONVEYOR_DASHBOARD", string(v), "on, read-only or off")
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))

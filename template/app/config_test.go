@@ -18,7 +18,7 @@ func TestLoadConfig(t *testing.T) {
 		{"Defaults", nil, func(t *testing.T, c Config) {
 			want := Config{Addr: DefaultAddr, Backend: BackendMem, Workers: DefaultWorkers,
 				ReportEvery: DefaultReportEvery, DrainTimeout: DefaultDrainTimeout, ReadTimeout: DefaultReadTimeout,
-				WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, LogLevel: slog.LevelInfo}
+				WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, LogLevel: slog.LevelInfo, Dashboard: DashboardOn}
 			if c != want {
 				t.Errorf("got %+v, want %+v", c, want)
 			}
@@ -75,6 +75,12 @@ func TestLoadConfig(t *testing.T) {
 		{"BadNATSPrefix", map[string]string{"CONVEYOR_NATS_PREFIX": "shop.orders"}, nil, []string{"CONVEYOR_NATS_PREFIX", "letters"}},
 		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db", "nats"}},
 		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},
+		{"DashboardReadOnly", map[string]string{"CONVEYOR_DASHBOARD": "read-only"}, func(t *testing.T, c Config) {
+			if c.Dashboard != DashboardReadOnly {
+				t.Errorf("Dashboard = %q, want read-only", c.Dashboard)
+			}
+		}, nil},
+		{"BadDashboard", map[string]string{"CONVEYOR_DASHBOARD": "yes"}, nil, []string{`CONVEYOR_DASHBOARD="yes"`, "on, read-only or off"}},
 		{"EveryMistake", map[string]string{"CONVEYOR_WORKERS": "0", "CONVEYOR_REPORT_EVERY": "often",
 			"CONVEYOR_DRAIN_TIMEOUT": "-1s", "CONVEYOR_LOG_LEVEL": "loud", "CONVEYOR_READ_TIMEOUT": "0s",
 			"CONVEYOR_WRITE_TIMEOUT": "x", "CONVEYOR_IDLE_TIMEOUT": "-5s"},

@@ -27,6 +27,9 @@ type Handlers struct {
 	Stats   StatsHandler
 	Health  HealthHandler
 	Metrics http.Handler // the app's metrics, from its Telemetry
+	// Dashboard is conveyor's dashboard, served at /conveyor/ (nil when
+	// CONVEYOR_DASHBOARD=off).
+	Dashboard http.Handler
 }
 
 // Routes returns the app's routes.
@@ -38,6 +41,9 @@ func (h *Handlers) Routes() http.Handler {
 	mux.Handle("GET /healthz", &h.Health)
 	if h.Metrics != nil {
 		mux.Handle("GET /metrics", h.Metrics)
+	}
+	if h.Dashboard != nil {
+		mux.Handle("/conveyor/", h.Dashboard)
 	}
 	return mux
 }
@@ -63,6 +69,8 @@ var indexPage = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <dd>200 when the backend answers, 503 when it does not.</dd>
 <dt><a href="/metrics"><code>GET /metrics</code></a></dt>
 <dd>The app's metrics in the Prometheus text format: messages sent, consumed, acked, retried and dead, handling times and queue depths, by topic and subscription.</dd>
+<dt><a href="/conveyor/"><code>GET /conveyor/</code></a></dt>
+<dd>conveyor's dashboard: each queue's depth and throughput, its messages, and the dead ones to re-queue or delete (CONVEYOR_DASHBOARD=read-only or off to restrict it).</dd>
 </dl>
 </body>
 </html>

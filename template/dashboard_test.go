@@ -1,0 +1,207 @@
+package template_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/pubsub"
+	shop "github.com/conveyorgo/conveyor/template/app/orders"
+)
+
+// screenshots is a folder where TestDashboardInBrowser also writes its
+// screenshots, for the README: go test ./template -run
+// TestDashboardInBrowser -args -screenshots $PWD/docs (with a PostgreSQL,
+// as make test has).
+var screenshots = flag.String("screenshots", "", "also write the dashboard's screenshots, dashboard-*.png, to this folder")
+
+// chromiumPath is the browser of the tests: $CHROMIUM, else Debian's
+// chromium on PATH. Without one the test fails, saying how to get it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium: install it (Debian/Ubuntu: apt-get install chromium; .ci/run does) or set CHROMIUM to its path")
+	return ""
+}
+
+// TestDashboardInBrowser runs the app on PostgreSQL with an order whose
+// fulfilment died (a "warehouse offline" failure, made before the app
+// started), and acts as an operator in headless Chromium: the dashboard's
+// topics page shows the dead message, its list shows why it died, its page
+// shows the order, the Requeue link and the confirmation's button re-queue
+// it, and the app delivers it: its fulfilment handles the order and the
+// dead count is 0.
+func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel()
+	dsn, db := dbpubsubtest.NewStore(t)
+	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Prefetch: -1})
+	deadID := deadOrder(t, ps)
+	p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
+
+	ctx, cancel := newBrowser(t)
+	defer cancel()
+	deadLink := chromedp.CSS(`a[href="/conveyor/topics/orders/default/?state=dead"]`)
+	do(t, ctx, "open the topics page", chromedp.Navigate(p.url+"/conveyor/"))
+	if n := get(t, ctx, chromedp.Text(deadLink)); n != "1" {
+		t.Fatalf("the topics page shows %q dead messages on orders/default, want 1", n)
+	}
+	do(t, ctx, "open the dead list", chromedp.Click(deadLink), chromedp.WaitVisible(chromedp.CSS(`table.messages`)))
+	list := get(t, ctx, chromedp.Text(chromedp.CSS(`table.messages`)))
+	for _, want := range []string{deadID, "warehouse offline", `"specversion":"1.0"`} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("the dead list does not show %q:\n%s", want, list)
+		}
+	}
+	savePNG(t, "dashboard-dead.png", get(t, ctx, chromedp.FullScreenshot(100)))
+	do(t, ctx, "open the message", chromedp.Click(chromedp.CSS(`a[href$="/messages/`+deadID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`pre.data`)))
+	if data := get(t, ctx, chromedp.Text(chromedp.CSS(`pre.data`))); !strings.Contains(data, `"order_id": "order-dead-1"`) {
+		t.Fatalf("the message's page shows its data as:\n%s", data)
+	}
+	do(t, ctx, "click Requeue", chromedp.Click(chromedp.CSS(`a.action[href$="confirm/requeue?id=`+deadID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button.confirm`)))
+	if q := get(t, ctx, chromedp.Text(chromedp.CSS(`h1`))); !strings.Contains(q, "Re-queue dead message "+deadID) {
+		t.Errorf("the confirmation page asks %q", q)
+	}
+	do(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`button.confirm`)), chromedp.WaitVisible(chromedp.CSS(`p.flash`)))
+	if flash := get(t, ctx, chromedp.Text(chromedp.CSS(`p.flash`))); flash != "Message "+deadID+" was re-queued." {
+		t.Errorf("after the confirmation, the page says %q", flash)
+	}
+
+	// The app delivers it: fulfilment handles the order once.
+	p.waitHandledCount(t, map[string]int{"default": 1, "analytics": 0})
+	for deadline := time.Now().Add(waitHandled); ; time.Sleep(100 * time.Millisecond) {
+		do(t, ctx, "open the topics page", chromedp.Navigate(p.url+"/conveyor/"))
+		n := get(t, ctx, chromedp.Text(deadLink))
+		if n == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the topics page still shows %q dead messages after %v", n, waitHandled)
+		}
+	}
+	savePNG(t, "dashboard-topics.png", get(t, ctx, chromedp.FullScreenshot(100)))
+	p.stop(t)
+}
+
+// deadOrder places an order on ps's topic orders, as the app would, whose
+// fulfilment (the default subscription) failed for good and whose
+// analytics copy was handled; it returns the dead message's id.
+func deadOrder(t *testing.T, ps pubsub.PubSub) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var subs []pubsub.Topic
+	for _, name := range subscriptions {
+		sub, err := pubsub.Subscribe(ctx, ps, shop.Topic, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Close() })
+		subs = append(subs, sub)
+	}
+	d := event.NewDispatcher(subs[0], event.DispatcherOptions{})
+	if err := d.Dispatch(ctx, shop.Placed{OrderID: "order-dead-1", Item: "book", Qty: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := subs[0].Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pubsub.Reject(ctx, m, errors.New("warehouse offline")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := subs[1].Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return m.ID()
+}
+
+// newBrowser starts headless Chromium with a profile of its own, without
+// any of its connections to the internet, and returns its context.
+func newBrowser(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1280, 720),
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, tcancel := context.WithTimeout(ctx, 2*time.Minute)
+	stop := func() { tcancel(); cancel(); acancel() }
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		stop()
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx, stop
+}
+
+// do runs the browser's steps, failing the test with what was being done.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs the browser's action and returns its value.
+func get[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("in the browser: %v", err)
+	}
+	return v
+}
+
+// savePNG keeps a screenshot in the test's temp dir, and in -screenshots
+// when it is set, and says where.
+func savePNG(t *testing.T, name string, png []byte) {
+	t.Helper()
+	for _, dir := range []string{t.TempDir(), *screenshots} {
+		if dir == "" {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
+	}
+}
