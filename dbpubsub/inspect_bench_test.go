@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -34,19 +35,7 @@ func BenchmarkInspect(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	t0 := time.Now()
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO conveyor_events (topic, data, status, run_at, created_at, finished_at, attempts, last_error)
-		SELECT 'bench', convert_to(repeat('x', 200), 'UTF8'), s, now() - i * interval '1 ms', now() - i * interval '1 ms', now() - i * interval '1 ms', 1,
-			CASE WHEN s = 'dead' THEN 'cannot decode' END
-		FROM (SELECT 'finished' AS s, i FROM generate_series(1, %d) i
-			UNION ALL SELECT 'dead', i FROM generate_series(1, %d) i
-			UNION ALL SELECT 'pending', -i * 1000 FROM generate_series(1, %d) i) AS r`, finished, dead, scheduled)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `ANALYZE conveyor_events`); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("inserted %d finished, %d dead, %d scheduled rows in %v", finished, dead, scheduled, time.Since(t0).Round(time.Millisecond))
+	dbpubsubtest.AddHistory(b, db, "bench", finished, dead, scheduled)
 	var someID string
 	if p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 1}); err != nil || len(p.Messages) != 1 {
 		b.Fatalf("Peek(dead) = %+v, %v", p, err)

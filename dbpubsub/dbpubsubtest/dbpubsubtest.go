@@ -99,3 +99,28 @@ func ReadyTable(t testing.TB, db *bun.DB, topic string) string {
 	}
 	return name
 }
+
+// AddHistory inserts rows of topic straight into db's message table (the
+// default one, conveyor_events), as a deployment that ran for a while has
+// them: finished acked rows and dead rows (last error "cannot decode"),
+// spread over the last minutes, and scheduled pending rows due in the
+// future; each with 200 bytes of data. It then analyzes the table. The
+// inspection benchmarks measure on it.
+func AddHistory(tb testing.TB, db *bun.DB, topic string, finished, dead, scheduled int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	if _, err := db.ExecContext(ctx, `INSERT INTO conveyor_events (topic, data, status, run_at, created_at, finished_at, attempts, last_error)
+		SELECT ?, convert_to(repeat('x', 200), 'UTF8'), s, now() - i * interval '1 ms', now() - i * interval '1 ms', now() - i * interval '1 ms', 1,
+			CASE WHEN s = 'dead' THEN 'cannot decode' END
+		FROM (SELECT 'finished' AS s, i FROM generate_series(1, ?) i
+			UNION ALL SELECT 'dead', i FROM generate_series(1, ?) i
+			UNION ALL SELECT 'pending', -i * 1000 FROM generate_series(1, ?) i) AS r`, topic, finished, dead, scheduled); err != nil {
+		tb.Fatalf("dbpubsubtest.AddHistory: %v", err)
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE conveyor_events`); err != nil {
+		tb.Fatalf("dbpubsubtest.AddHistory: %v", err)
+	}
+	tb.Logf("inserted %d finished, %d dead, %d scheduled rows of topic %q in %v", finished, dead, scheduled, topic, time.Since(t0).Round(time.Millisecond))
+}
