@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,5 +205,29 @@ func savePNG(t *testing.T, name string, png []byte) {
 			t.Fatal(err)
 		}
 		t.Logf("screenshot: %s", path)
+	}
+}
+
+// checkDashboard checks that the app's dashboard shows its topic's two
+// subscriptions, every order handled: nothing ready, in hand or dead.
+func (p *process) checkDashboard(t *testing.T) {
+	t.Helper()
+	resp, err := http.Get(p.url + "/conveyor/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /conveyor/ = %s, %v:\n%s", resp.Status, err, body)
+	}
+	for _, sub := range subscriptions {
+		link := "/conveyor/topics/orders/" + sub + "/"
+		for _, want := range []string{`<a href="` + link + `">orders</a>`, `<a href="` + link + `?state=ready">0</a>`,
+			`<a href="` + link + `?state=processing">0</a>`, `<a href="` + link + `?state=dead">0</a>`} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("the dashboard does not show %s:\n%s", want, body)
+			}
+		}
 	}
 }

@@ -49,6 +49,7 @@ func TestEndToEnd(t *testing.T) {
 		p.postOrders(t)
 		p.waitHandled(t)
 		p.checkMetrics(t)
+		p.checkDashboard(t)
 		p.stop(t)
 	})
 	t.Run("MemSIGINT", func(t *testing.T) {
@@ -80,6 +81,7 @@ func TestEndToEnd(t *testing.T) {
 		p.postOrders(t)
 		p.waitHandled(t)
 		p.checkMetrics(t)
+		p.checkDashboard(t)
 		p.stop(t)
 
 		// Nothing lost: every order is a finished row on each
@@ -120,6 +122,7 @@ func TestEndToEnd(t *testing.T) {
 		p.postOrders(t)
 		p.waitHandled(t)
 		p.checkMetrics(t)
+		p.checkDashboard(t)
 		p.stop(t)
 		checkNATS(t, url, prefix)
 	})
