@@ -78,8 +78,9 @@ func New(ps pubsub.PubSub, opts Options) (*Dashboard, error) {
 	if ps == nil {
 		return nil, fmt.Errorf("%w: no PubSub", ErrInvalidOptions)
 	}
-	if opts.Prefix != "" && (!strings.HasPrefix(opts.Prefix, "/") || strings.HasSuffix(opts.Prefix, "/")) {
-		return nil, fmt.Errorf("%w: Prefix %q: want a path like /conveyor (a leading slash, no trailing one), or \"\"", ErrInvalidOptions, opts.Prefix)
+	if opts.Prefix != "" && (!strings.HasPrefix(opts.Prefix, "/") || strings.HasSuffix(opts.Prefix, "/") ||
+		(&url.URL{Path: opts.Prefix}).EscapedPath() != opts.Prefix) {
+		return nil, fmt.Errorf("%w: Prefix %q: want a path like /conveyor (a leading slash, no trailing one, nothing a URL escapes), or \"\"", ErrInvalidOptions, opts.Prefix)
 	}
 	for _, t := range opts.Topics {
 		if err := pubsub.ValidateTopicName(t); err != nil {

@@ -581,6 +581,7 @@ func TestOptions(t *testing.T) {
 	}{
 		{dashboard.Options{Prefix: "conveyor"}, "Prefix"},
 		{dashboard.Options{Prefix: "/conveyor/"}, "Prefix"},
+		{dashboard.Options{Prefix: "/con veyor"}, "Prefix"},
 		{dashboard.Options{Topics: []string{""}}, "Topics"},
 		{dashboard.Options{Timeout: -1}, "Timeout"},
 		{dashboard.Options{History: -1}, "History"},
