@@ -148,6 +148,7 @@ func (m *message) Ack(context.Context) error {
 	return m.settle("ack", func(e *entry) {
 		e.state = stDone
 		e.q.finishKey(e)
+		e.q.acks.add(e.q.ps.clock.Load())
 	})
 }
 

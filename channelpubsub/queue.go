@@ -46,6 +46,7 @@ type queue struct {
 
 	inbox inbox
 	pause pauseState
+	acks  ackCount // by the second, for AckedSince
 }
 
 const inflightShards = 16
