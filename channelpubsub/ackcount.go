@@ -23,48 +23,90 @@ func (t *topic) AckedSince(_ context.Context, since time.Time) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return q.acks.since(since.Unix(), time.Now().Unix()), nil
+	return q.ackedSince(since.Unix(), time.Now().Unix()), nil
 }
 
 // ackWindow is how many seconds back a subscription counts its acks.
 const ackWindow = 1024
 
-// ackCount counts a subscription's acks by the second over the last
-// ackWindow seconds: a ring of buckets, the bucket of second s at
-// s % ackWindow holding s<<32 | acks. Counting an ack takes one atomic
-// add (a compare-and-swap when its second starts a bucket again), no lock
-// and no allocation: it runs on every Ack, beside consumers of the same
-// subscription. A bucket still holding an older second is stale and
-// counts nothing.
-type ackCount struct {
+// Acks are counted where an Ack already holds a lock: each inflight shard
+// counts the acks of its latest second under its mu (endLease), and moves
+// them into the queue's ring of per-second buckets when an ack of a later
+// second comes. An Ack thus costs an increment, no atomic operation on a
+// line its subscription's other consumers write, and no allocation.
+
+// ackTally is the acks of one second that a shard has not yet moved into
+// the ring. Guarded by the shard's mu.
+type ackTally struct {
+	sec, n int64
+}
+
+// countAck counts an ack at unixNano in sh. Called with sh.mu held.
+func (q *queue) countAck(sh *inflightShard, unixNano int64) {
+	sec := unixNano / int64(time.Second)
+	if t := &sh.acks; t.sec != sec {
+		if t.n > 0 {
+			q.acks.add(t.sec, t.n)
+		}
+		t.sec, t.n = sec, 0
+	}
+	sh.acks.n++
+}
+
+// ackedSince sums the acks from second from to second now (unix seconds),
+// as far back as the ring remembers. It holds every shard's mu, so that no
+// tally moves into the ring while it reads both.
+func (q *queue) ackedSince(from, now int64) int64 {
+	from = max(from, now-ackWindow+1, 0)
+	if from > now {
+		return 0
+	}
+	for i := range q.inflight {
+		q.inflight[i].mu.Lock()
+	}
+	n := q.acks.sum(from, now)
+	for i := range q.inflight {
+		sh := &q.inflight[i]
+		if t := sh.acks; t.sec >= from && t.sec <= now {
+			n += t.n
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// ackRing counts acks by the second over the last ackWindow seconds: the
+// bucket of second s, at s % ackWindow, holds s<<32 | acks. A bucket still
+// holding an older second is stale and counts nothing.
+type ackRing struct {
 	buckets [ackWindow]atomic.Uint64
 }
 
-// add counts one ack at unixNano.
-func (c *ackCount) add(unixNano int64) {
-	sec := uint64(unixNano / int64(time.Second))
-	b := &c.buckets[sec%ackWindow]
+// add counts n acks of second sec, unless sec is so old that its bucket
+// holds a later second.
+func (r *ackRing) add(sec, n int64) {
+	b := &r.buckets[uint64(sec)%ackWindow]
 	for {
 		v := b.Load()
-		if v>>32 == sec {
-			// The bucket is this second's, and stays so for ackWindow
-			// seconds: adding cannot land in another second.
-			b.Add(1)
+		next := uint64(sec)<<32 | uint64(n)
+		switch cur := int64(v >> 32); {
+		case cur > sec:
 			return
+		case cur == sec:
+			next = v + uint64(n)
 		}
-		if b.CompareAndSwap(v, sec<<32|1) {
+		if b.CompareAndSwap(v, next) {
 			return
 		}
 	}
 }
 
-// since sums the acks from second from to second now (unix seconds), as
-// far back as the ring remembers.
-func (c *ackCount) since(from, now int64) int64 {
-	from = max(from, now-ackWindow+1, 0)
+// sum returns the acks of seconds from to now, which the caller bounds to
+// the window.
+func (r *ackRing) sum(from, now int64) int64 {
 	var n int64
 	for s := from; s <= now; s++ {
-		if v := c.buckets[uint64(s)%ackWindow].Load(); v>>32 == uint64(s) {
+		if v := r.buckets[uint64(s)%ackWindow].Load(); int64(v>>32) == s {
 			n += int64(v & (1<<32 - 1))
 		}
 	}
