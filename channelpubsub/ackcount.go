@@ -14,16 +14,21 @@ var _ pubsub.AckCounter = (*topic)(nil)
 // since (see pubsub.AckCounter). Acks are counted by the second, as the
 // PubSub's coarse lease clock reads it (it lags the real time by at most
 // one sweep, Options.Lease/8 between 5 and 250 ms): every ack of the
-// second since falls in is counted, even one made a little before since.
-// The subscription remembers the acks of its last 1024 seconds (about 17
-// minutes); a since older than that counts those only. A named
-// subscription that does not exist wraps pubsub.ErrNoSubscription.
+// second since falls in is counted, even one made a little before since;
+// a since in the future counts 0. The subscription remembers the acks of
+// its last 1024 seconds (about 17 minutes); a since older than that counts
+// those only. A named subscription that does not exist wraps
+// pubsub.ErrNoSubscription.
 func (t *topic) AckedSince(_ context.Context, since time.Time) (int64, error) {
 	q, err := t.open(false)
 	if err != nil {
 		return 0, err
 	}
-	return q.ackedSince(since.Unix(), time.Now().Unix()), nil
+	now := time.Now()
+	if since.After(now) {
+		return 0, nil // not the acks of now's second
+	}
+	return q.ackedSince(since.Unix(), now.Unix()), nil
 }
 
 // ackWindow is how many seconds back a subscription counts its acks.

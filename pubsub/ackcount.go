@@ -16,14 +16,16 @@ import (
 // remembers acks for a bounded time, which its AckedSince documents
 // (channelpubsub: about 17 minutes; dbpubsub: Options.Retention); a since
 // older than that counts only the acks the backend still remembers, never
-// an error.
+// an error. A backend may count by the second (channelpubsub does): it
+// then counts every ack of the second since falls in, so that none is
+// missed.
 type AckCounter interface {
 	// AckedSince returns how many of the subscription's messages were
 	// acked at or after since. Only acks count: a nack, a reject, a lease
 	// that ran out, a cancel or a message that died is not one. A message
-	// acked counts once, whatever its attempts. A since in the future
-	// counts 0. The time of an ack is the backend's clock (a database's,
-	// say), which may differ a little from the caller's.
+	// acked counts once, whatever its attempts. Acks are timed by the
+	// backend's clock (a database's, say), which may differ a little from
+	// the caller's: a since later than that clock counts 0.
 	AckedSince(ctx context.Context, since time.Time) (int64, error)
 }
 
