@@ -106,7 +106,7 @@ func (e *entry) expire(token uint64, now int64) {
 		e.mu.Unlock() // settled or extended meanwhile
 		return
 	}
-	q.endLease(e)
+	q.endLease(e, false)
 	if q.ps.opts.Retry.Exhausted(e.attempt) {
 		q.bury(e, backend.ReasonLeaseExpired)
 		e.mu.Unlock()
@@ -145,7 +145,7 @@ func (m *message) Attempt() int          { return m.attempt }
 
 // Ack settles the message for good.
 func (m *message) Ack(context.Context) error {
-	return m.settle("ack", func(e *entry) {
+	return m.settle("ack", true, func(e *entry) {
 		e.state = stDone
 		e.q.finishKey(e)
 	})
@@ -157,7 +157,7 @@ func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
 
 // Fail is Nack keeping reason, shown if the message ends up dead.
 func (m *message) Fail(_ context.Context, reason error) error {
-	return m.settle("nack", func(e *entry) {
+	return m.settle("nack", false, func(e *entry) {
 		f := backend.Fail(e.q.ps.opts.Retry, e.attempt, reason)
 		if f.Reason != "" {
 			e.lastErr = f.Reason
@@ -172,7 +172,7 @@ func (m *message) Fail(_ context.Context, reason error) error {
 
 // Reject makes the message dead at once, keeping reason.
 func (m *message) Reject(_ context.Context, reason error) error {
-	return m.settle("reject", func(e *entry) {
+	return m.settle("reject", false, func(e *entry) {
 		e.q.bury(e, backend.RejectReason(reason))
 	})
 }
@@ -192,8 +192,9 @@ func (m *message) ExtendLease(_ context.Context, d time.Duration) error {
 	return nil
 }
 
-// settle runs f on the entry if this delivery still holds its lease.
-func (m *message) settle(op string, f func(*entry)) error {
+// settle runs f on the entry if this delivery still holds its lease;
+// acked says the settlement is an ack, counted for AckedSince.
+func (m *message) settle(op string, acked bool, f func(*entry)) error {
 	e := m.e
 	e.mu.Lock()
 	if err := m.check(op); err != nil {
@@ -201,7 +202,7 @@ func (m *message) settle(op string, f func(*entry)) error {
 		return err
 	}
 	m.settled = true
-	e.q.endLease(e)
+	e.q.endLease(e, acked)
 	f(e)
 	e.mu.Unlock()
 	return nil

@@ -46,6 +46,7 @@ type queue struct {
 
 	inbox inbox
 	pause pauseState
+	acks  ackRing // by the second, for AckedSince (ackcount.go)
 }
 
 const inflightShards = 16
@@ -56,6 +57,7 @@ type inflightShard struct {
 	mu    sync.Mutex
 	head  entry // sentinel; head.next is the oldest lease
 	count atomic.Int64
+	acks  ackTally // the acks of the latest second, not yet in the queue's ring
 }
 
 func newQueue(ps *PubSub, topic, sub string) *queue {
@@ -427,13 +429,17 @@ func (q *queue) addInflight(e *entry) {
 	sh.count.Add(1)
 }
 
-// endLease unlinks e, whose delivery is over. Called with e.mu held.
-func (q *queue) endLease(e *entry) {
+// endLease unlinks e, whose delivery is over, and counts its ack if acked.
+// Called with e.mu held.
+func (q *queue) endLease(e *entry, acked bool) {
 	e.leased.Store(0)
 	sh := &q.inflight[e.id%inflightShards]
 	sh.mu.Lock()
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
+	if acked {
+		q.countAck(sh, q.ps.clock.Load())
+	}
 	sh.mu.Unlock()
 	sh.count.Add(-1)
 }

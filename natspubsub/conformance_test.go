@@ -91,5 +91,6 @@ func abilities() pubsubtest.Abilities {
 		// Peek and Cancel are not offered (inspect.go).
 		TopicList: true, DeleteDead: true,
 		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).
+		// AckCount is not offered: natspubsub does not count acks.
 	}
 }

@@ -29,7 +29,9 @@
 // check that. Message headers (headers.go) are checked on every enqueue
 // the backend offers and on every kind of delivery: every backend must
 // carry them. Pausing (pause.go) is checked per subscription, across
-// handles, and on a durable or shared backend across PubSubs.
+// handles, and on a durable or shared backend across PubSubs. Counting
+// acks (ackcount.go) is checked per subscription, two seconds clear of the
+// acks, since a backend may time them by its own clock.
 //
 // The cases run in parallel, each on its own backend. Timing cases use short
 // leases and backoffs from Config; they assert lower bounds (a message must

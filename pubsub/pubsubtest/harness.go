@@ -59,6 +59,7 @@ type Abilities struct {
 	// DeleteDead: Topic: pubsub.DeadDeleter.
 	DeleteDead bool
 	Pause      bool // Topic: pubsub.Pauser
+	AckCount   bool // Topic: pubsub.AckCounter
 }
 
 // AllMessageAbilities is every optional ability of a PubSub, a Topic and a
@@ -67,7 +68,7 @@ type Abilities struct {
 func AllMessageAbilities() Abilities {
 	return Abilities{Delay: true, Batch: true, Unique: true, DeadLetters: true, Stats: true, OldestReady: true, Inbox: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, Subscriptions: true, Pause: true,
-		TopicList: true, Peek: true, Cancel: true, DeleteDead: true}
+		TopicList: true, Peek: true, Cancel: true, DeleteDead: true, AckCount: true}
 }
 
 // Harness tells the suite how to make a backend.

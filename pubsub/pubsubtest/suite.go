@@ -56,7 +56,9 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	cases = append(append(append(append(cases, subscriptionCases...), headerCases...), inspectCases...), pauseCases...)
+	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases} {
+		cases = append(cases, more...)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -878,6 +880,7 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
 		{"pubsub.Canceler (Abilities.Cancel)", a.Cancel, has[pubsub.Canceler](tp)},
 		{"pubsub.DeadDeleter (Abilities.DeleteDead)", a.DeleteDead, has[pubsub.DeadDeleter](tp)},
+		{"pubsub.AckCounter (Abilities.AckCount)", a.AckCount, has[pubsub.AckCounter](tp)},
 		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
 		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
 		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},

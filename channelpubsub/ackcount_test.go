@@ -1,0 +1,47 @@
+package channelpubsub
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAckCount checks the counts AckedSince reads: acks counted by the
+// second, across shards whose tallies move into the ring only when a later
+// second comes, a bucket reused after ackWindow seconds, a tally too old
+// for its bucket dropped, and seconds older than the window counting
+// nothing.
+func TestAckCount(t *testing.T) {
+	const start = int64(1_800_000_000) // unix seconds
+	at := func(sec int64) int64 { return sec*int64(time.Second) + 123 }
+	q := &queue{}
+	ack := func(shard int, sec int64) {
+		sh := &q.inflight[shard]
+		sh.mu.Lock()
+		q.countAck(sh, at(sec))
+		sh.mu.Unlock()
+	}
+	want := func(what string, from, now, n int64) {
+		t.Helper()
+		if got := q.ackedSince(from, now); got != n {
+			t.Errorf("%s: ackedSince(start%+d, start%+d) = %d, want %d", what, from-start, now-start, got, n)
+		}
+	}
+	ack(0, start)
+	ack(0, start)
+	ack(1, start)
+	ack(0, start+1) // moves shard 0's 2 acks of start into the ring
+	want("all", start-10, start+1, 4)
+	want("from the second second", start+1, start+1, 1)
+	want("in the future", start+2, start+1, 0)
+	want("from before the window", 0, start+5, 4)
+	want("once the window passed", start-10, start+ackWindow, 1)
+
+	// start's bucket taken by a second ackWindow later: its acks go, and
+	// shard 1's tally of start, moved in after, is dropped rather than
+	// take the bucket back. The window is now start+2 to start+ackWindow+1.
+	ack(2, start+ackWindow)
+	ack(2, start+ackWindow+1)
+	ack(1, start+ackWindow+1)
+	want("after start's bucket was reused", start, start+ackWindow+1, 3)
+	want("only the latest second", start+ackWindow+1, start+ackWindow+1, 2)
+}
