@@ -595,3 +595,53 @@ func TestOptions(t *testing.T) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
 	}
 }
+
+// TestChart: the sampler charts a subscription's acks per second and
+// backlog; after acks, the chart's peak rate is above 0.
+func TestChart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, ps pubsub.PubSub) {
+		ctx := context.Background()
+		tp := ps.Topic("orders")
+		t.Cleanup(func() { _ = tp.Close() })
+		// 8: channelpubsub's enqueue waits while 10 wait already.
+		for range 8 {
+			if err := tp.Enqueue(ctx, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := newServer(t, ps, dashboard.Options{SampleInterval: 50 * time.Millisecond, History: 10 * time.Second})
+		label := regexp.MustCompile(`aria-label="([0-9.]+) acked/s \(peak ([0-9.]+)\), backlog (\d+) \(peak (\d+)\)"`)
+		// The first samples see the backlog; then every message is acked.
+		waitFor(t, "a chart of the backlog", func() bool {
+			_, body := s.get(t, "/conveyor/")
+			return strings.Contains(body, `<polyline class="backlog"`)
+		})
+		for range 8 {
+			if err := dequeue(t, tp).Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var last string
+		waitFor(t, "a chart of the acks", func() bool {
+			_, body := s.get(t, "/conveyor/")
+			m := label.FindStringSubmatch(body)
+			if m == nil {
+				last = body
+				return false
+			}
+			last = m[0]
+			return m[2] != "0.0" && m[3] == "0" && m[4] == "8" && strings.Contains(body, `<polyline class="rate"`)
+		})
+		t.Logf("chart: %s", last)
+	})
+}
+
+// waitFor polls cond until it holds, failing t after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 30 s", what)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func (s *sampler) sampleOne(ctx context.Context, tg target) {
 	prev := s.series[tg]
 	s.mu.Unlock()
 	if len(prev) > 0 {
-		if n, err := ackedSince(ctx, t, prev[len(prev)-1].at); err == nil {
+		if n, err := pubsub.AckedSince(ctx, t, prev[len(prev)-1].at); err == nil {
 			smp.acked = n
 		}
 	}
@@ -136,15 +136,4 @@ func (s *sampler) chart(tg target) *chart {
 	ser := append([]sample(nil), s.series[tg]...)
 	s.mu.Unlock()
 	return newChart(ser, s.d.opts.History)
-}
-
-// ackedSince is pubsub.AckedSince until it lands.
-func ackedSince(ctx context.Context, t pubsub.Topic, since time.Time) (int64, error) {
-	c, ok := pubsub.As[interface {
-		AckedSince(context.Context, time.Time) (int64, error)
-	}](t)
-	if !ok {
-		return 0, pubsub.ErrUnsupported
-	}
-	return c.AckedSince(ctx, since)
 }
