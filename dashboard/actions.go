@@ -136,14 +136,11 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := d.callCtx(r)
-	defer cancel()
-	t, err := d.handle(ctx, tg)
-	if err != nil {
-		d.failErr(w, r, err)
+	ctx, t, done, ok := d.open(w, r, tg)
+	if !ok {
 		return
 	}
-	defer t.Close()
+	defer done()
 	n, err := a.run(ctx, t, id)
 	if err != nil {
 		d.log.WarnContext(ctx, "dashboard: action failed", "action", a.name, "topic", tg.Topic, "subscription", tg.Sub, "message_id", id, "error", err)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/timefmt"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -36,7 +37,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		Span string
 	}
 	if d.sampler != nil {
-		data.Span = formatAge(d.opts.History)
+		data.Span = timefmt.Age(d.opts.History)
 	}
 	ts, err := d.topics(ctx)
 	if err != nil {
@@ -134,14 +135,11 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	ctx, cancel := d.callCtx(r)
-	defer cancel()
-	t, err := d.handle(ctx, tg)
-	if err != nil {
-		d.failErr(w, r, err)
+	ctx, t, done, ok := d.open(w, r, tg)
+	if !ok {
 		return
 	}
-	defer t.Close()
+	defer done()
 
 	type messagesPage struct {
 		Topic, Sub, URL, State, TimeColumn, Next, PauseState, Err, SearchID string
@@ -227,14 +225,11 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("the message id is %d bytes long, more than any backend's (%d)", len(id), maxIDLen))
 		return
 	}
-	ctx, cancel := d.callCtx(r)
-	defer cancel()
-	t, err := d.handle(ctx, tg)
-	if err != nil {
-		d.failErr(w, r, err)
+	ctx, t, done, ok := d.open(w, r, tg)
+	if !ok {
 		return
 	}
-	defer t.Close()
+	defer done()
 	info, data, err := pubsub.GetMessage(ctx, t, id)
 	if err != nil {
 		d.failErr(w, r, fmt.Errorf("message %q of %s: %w", id, tg.words(), err))

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/conveyorgo/conveyor/internal/timefmt"
 )
 
 //go:embed templates/*.html
@@ -23,7 +25,7 @@ var staticFS embed.FS
 
 // pages are the parsed pages, each the layout with its own "content".
 var pages = func() map[string]*template.Template {
-	funcs := template.FuncMap{"age": formatAge}
+	funcs := template.FuncMap{"age": timefmt.Age}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
 	m := map[string]*template.Template{}
 	for _, name := range []string{"overview", "messages", "message", "confirm", "error"} {
@@ -84,30 +86,6 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, code int, msg s
 		Data: struct{ Status, Message string }{fmt.Sprintf("%d %s", code, http.StatusText(code)), msg}})
 }
 
-// formatAge writes a duration the way an operator reads it: 0, 850ms, 42s,
-// 3m10s, 5h2m, 3d4h.
-func formatAge(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Hour:
-		s := d.Round(time.Second).String()
-		if t, ok := strings.CutSuffix(s, "m0s"); ok {
-			return t + "m"
-		}
-		return s
-	case d < 48*time.Hour:
-		s := strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-		if t, ok := strings.CutSuffix(s, "h0m"); ok {
-			return t + "h"
-		}
-		return s
-	}
-	return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
-}
-
 // formatTime writes t in UTC to the second, and how far it is from now.
 func formatTime(t, now time.Time) string {
 	if t.IsZero() {
@@ -116,9 +94,9 @@ func formatTime(t, now time.Time) string {
 	s := t.UTC().Format("2006-01-02 15:04:05 UTC")
 	switch d := t.Sub(now); {
 	case d > time.Second:
-		return s + " (in " + formatAge(d) + ")"
+		return s + " (in " + timefmt.Age(d) + ")"
 	case d < -time.Second:
-		return s + " (" + formatAge(-d) + " ago)"
+		return s + " (" + timefmt.Age(-d) + " ago)"
 	}
 	return s + " (now)"
 }

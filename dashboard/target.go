@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -55,6 +56,21 @@ func (d *Dashboard) topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 // handle returns a handle on tg, after checking that it is shown (topics):
 // a mistyped name in a URL is reported, never created. The caller closes
 // it.
+// open returns a handle on tg for the request r and the context of its
+// backend calls (bounded by Options.Timeout); done closes the one and
+// cancels the other. When tg cannot be opened, it answers the error page
+// and returns ok false.
+func (d *Dashboard) open(w http.ResponseWriter, r *http.Request, tg target) (ctx context.Context, t pubsub.Topic, done func(), ok bool) {
+	ctx, cancel := d.callCtx(r)
+	t, err := d.handle(ctx, tg)
+	if err != nil {
+		cancel()
+		d.failErr(w, r, err)
+		return nil, nil, nil, false
+	}
+	return ctx, t, func() { _ = t.Close(); cancel() }, true
+}
+
 func (d *Dashboard) handle(ctx context.Context, tg target) (pubsub.Topic, error) {
 	if err := pubsub.ValidateSubscription(tg.Topic, tg.Sub); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnknown, err)

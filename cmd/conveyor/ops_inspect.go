@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/timefmt"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -103,7 +104,7 @@ func runStats(c *opsCall) error {
 	tw := newTable(c.stdout, "TOPIC", "SUBSCRIPTION", "READY", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST READY")
 	for _, r := range rows {
 		tw.row(r.Topic, r.Subscription, r.Ready, r.Scheduled, r.Processing, r.Dead,
-			formatAge(time.Duration(r.OldestReadySeconds*float64(time.Second))))
+			timefmt.Age(time.Duration(r.OldestReadySeconds*float64(time.Second))))
 	}
 	return tw.flush()
 }

@@ -94,20 +94,6 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(time.DateTime)
 }
 
-// formatAge shows a duration rounded to what a person reads: "-" for
-// none, "950ms", "12s", "3m4s", "2h3m".
-func formatAge(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "-"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-}
-
 // The JSON documents.
 type (
 	jsonTopic struct {
