@@ -42,8 +42,9 @@ type Options struct {
 	Prefix string
 	// ReadOnly hides every action and refuses every POST with 403.
 	ReadOnly bool
-	// Topics are topics shown besides the ones the backend lists: on a
-	// backend that cannot list its topics (NATS), the only ones shown.
+	// Topics are topics shown besides the ones the backend lists (a topic
+	// listed nowhere yet, before its first message): on a backend that
+	// cannot list its topics (no pubsub.TopicLister), the only ones shown.
 	Topics []string
 	// Timeout bounds each backend call of a request; DefaultTimeout when 0.
 	Timeout time.Duration

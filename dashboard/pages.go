@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -52,13 +53,15 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 			data.Rows = append(data.Rows, d.overviewRow(r, target{Topic: ti.Name, Sub: sub}))
 		}
 	}
-	if errors.Is(err, pubsub.ErrUnsupported) || (err == nil && len(ts) == 0 && !canList(d.ps)) {
+	if err == nil && len(ts) == 0 && !canList(d.ps) {
 		data.Err = "This backend cannot list its topics: name them in the dashboard's Options.Topics."
 	}
 	refresh, _ := strconv.Atoi(r.URL.Query().Get("refresh"))
 	d.render(w, r, http.StatusOK, "overview", page{Title: "Topics", Refresh: min(max(refresh, 0), 3600), Data: data})
 }
 
+// overviewRow reads the counts and the pause of tg, a subscription the
+// overview's topics listed.
 func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 	ctx, cancel := d.callCtx(r)
 	defer cancel()
@@ -66,7 +69,7 @@ func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 	if d.sampler != nil {
 		row.Chart = d.sampler.chart(tg)
 	}
-	t, err := d.handle(ctx, tg)
+	t, err := d.listed(ctx, tg)
 	if err != nil {
 		row.Err = err.Error()
 		return row
@@ -75,14 +78,14 @@ func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 	if row.Stats, err = pubsub.TopicStats(ctx, t); err != nil {
 		row.Err = err.Error()
 	}
-	row.State = pauseState(r, t)
+	row.State = pauseState(ctx, t)
 	return row
 }
 
 // pauseState says whether t is paused: "paused", "running", or "" when
 // the backend cannot pause or could not say.
-func pauseState(r *http.Request, t pubsub.Topic) string {
-	switch paused, err := pubsub.IsPaused(r.Context(), t); {
+func pauseState(ctx context.Context, t pubsub.Topic) string {
+	switch paused, err := pubsub.IsPaused(ctx, t); {
 	case err != nil:
 		return ""
 	case paused:
@@ -157,7 +160,7 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Tabs = append(p.Tabs, link{Name: string(s), URL: p.URL + "?state=" + string(s), Count: n, Current: s == state})
 	}
-	switch p.PauseState = pauseState(r, t); p.PauseState {
+	switch p.PauseState = pauseState(ctx, t); p.PauseState {
 	case "paused":
 		p.PauseState = "Paused: no consumer gets its messages."
 		p.PauseAction = new(d.actionLink(actions["resume"], tg, ""))

@@ -98,7 +98,7 @@ func (s *sampler) round(ctx context.Context) {
 func (s *sampler) sampleOne(ctx context.Context, tg target) {
 	ctx, cancel := context.WithTimeout(ctx, s.d.opts.Timeout)
 	defer cancel()
-	t, err := s.d.handle(ctx, tg)
+	t, err := s.d.listed(ctx, tg)
 	if err != nil {
 		return
 	}

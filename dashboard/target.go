@@ -85,7 +85,15 @@ func (d *Dashboard) handle(ctx context.Context, tg target) (pubsub.Topic, error)
 		return nil, fmt.Errorf("%w: no topic %q", errUnknown, tg.Topic)
 	case !slices.Contains(ts[i].Subscriptions, tg.Sub):
 		return nil, fmt.Errorf("%w: topic %q has no subscription %q", errUnknown, tg.Topic, tg.Sub)
-	case tg.Sub == pubsub.DefaultSubscription:
+	}
+	return d.listed(ctx, tg)
+}
+
+// listed returns a handle on tg, one of the subscriptions topics listed:
+// the default one without declaring it, another through Subscribe, which
+// finds it.
+func (d *Dashboard) listed(ctx context.Context, tg target) (pubsub.Topic, error) {
+	if tg.Sub == pubsub.DefaultSubscription {
 		return d.ps.Topic(tg.Topic), nil
 	}
 	return pubsub.Subscribe(ctx, d.ps, tg.Topic, tg.Sub)

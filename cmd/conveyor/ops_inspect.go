@@ -18,8 +18,7 @@ var topicsCmd = &opsCommand{
 	name:    "topics",
 	summary: "list the topics and their subscriptions",
 	help: `Lists the topics the backend keeps, with their subscriptions (a topic without
-any keeps its messages for its default subscription). NATS cannot list its
-topics.
+any keeps its messages for its default subscription).
 `,
 	run: runTopics,
 }

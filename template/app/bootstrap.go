@@ -150,8 +150,9 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 	if app.ps, err = di.Resolve[pubsub.PubSub](ictx); err != nil {
 		return nil, err
 	}
-	// The dashboard at /conveyor/: the topic is named, for the backends
-	// that cannot list theirs (NATS).
+	// The dashboard at /conveyor/: the app's topic is named, so that it is
+	// shown from the start, before a message or a subscription makes it
+	// known to the backend.
 	if cfg.Dashboard != DashboardOff {
 		app.dashboard, err = dashboard.New(app.ps, dashboard.Options{Prefix: "/conveyor", Topics: []string{orders.Topic},
 			ReadOnly: cfg.Dashboard == DashboardReadOnly, Logger: log})
