@@ -309,7 +309,10 @@ func TestMiddlewareAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make(chan trace.SpanContext, 1)
+		meta := make(chan event.Metadata, 1)
 		_ = event.ListenFunc(svc, func(ctx context.Context, o Order) error {
+			md, _ := event.Meta(ctx)
+			meta <- md
 			got <- trace.SpanContextFromContext(ctx)
 			return nil
 		})
@@ -326,10 +329,33 @@ func TestMiddlewareAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		root.End()
-		sc := <-got
+		md, sc := <-meta, <-got
 		if sc.TraceID() != root.SpanContext().TraceID() {
 			t.Fatalf("the listener ran in trace %s, want the producer's %s", sc.TraceID(), root.SpanContext().TraceID())
 		}
+		// The process span Middleware made has the attributes of a wrapped
+		// topic's, and the event's.
+		want := attribute.NewSet(
+			attribute.String("messaging.system", otelconveyor.System),
+			attribute.String("messaging.destination.name", md.Topic),
+			attribute.String("messaging.consumer.group.name", md.Subscription),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.operation.name", "process"),
+			attribute.String("messaging.message.id", md.MessageID),
+			attribute.Int("conveyor.message.attempt", 1),
+			attribute.String("cloudevents.event_id", md.ID),
+			attribute.String("cloudevents.event_type", string(md.Type)),
+			attribute.String("cloudevents.event_source", md.Source))
+		eventually(t, func() string {
+			process := spansNamed(s.spans.Ended(), "process orders")
+			if len(process) != 1 {
+				return fmt.Sprintf("%d process spans ended, want 1", len(process))
+			}
+			if got := attribute.NewSet(process[0].Attributes()...); !got.Equals(&want) {
+				return fmt.Sprintf("process span attributes %v, want %v", process[0].Attributes(), want.ToSlice())
+			}
+			return ""
+		})
 	}
 }
 
