@@ -279,10 +279,14 @@ func (st *topicState) claim(n int) (_ []*delivery, paused bool, _ error) {
 }
 
 // decodeHeader returns the header of message id, stored as the JSON object
-// b. One not written by dbpubsub that is no object of strings is logged
-// and left out: the message is delivered all the same.
+// b: by parseHeader in the form PostgreSQL prints it in, else by
+// json.Unmarshal. One not written by dbpubsub that is no object of strings
+// is logged and left out: the message is delivered all the same.
 func (st *topicState) decodeHeader(id int64, b []byte) pubsub.Header {
-	var h pubsub.Header
+	h, ok := parseHeader(b)
+	if ok {
+		return h
+	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		st.ps.opts.Logger.Warn("dbpubsub: a message's headers are not a JSON object of strings; delivering it without them",
 			"topic", st.name, "message_id", id, "error", err)

@@ -43,7 +43,8 @@ type message struct {
 	span  trace.Span
 	ctx   context.Context // carries span, for the metrics of the settlement
 	begin time.Time
-	done  atomic.Bool // settled (or its settlement failed): counted and ended once
+	done  atomic.Bool           // settled (or its settlement failed): counted and ended once
+	attrs [3]attribute.KeyValue // the delivery's own span attributes (deliver)
 }
 
 var (
@@ -58,16 +59,21 @@ func (w *topic_) deliver(m pubsub.Message) *message {
 		parent = w.tel.propagator.Extract(parent, headerCarrier(h))
 	}
 	ctx, span := w.tel.tracer.Start(parent, w.processName, w.processStart...)
+	d := &message{Message: m, w: w, span: span, ctx: ctx, begin: time.Now()}
 	if span.IsRecording() {
-		a := make([]attribute.KeyValue, 0, 3)
-		a = append(a, semconv.MessagingMessageID(m.ID()), semconv.MessagingMessageBodySize(len(m.Data())))
-		if n := pubsub.Attempt(m); n > 0 {
-			a = append(a, attribute.Int("conveyor.message.attempt", n))
+		// The attributes go in d, which is on the heap anyway, rather than
+		// in a slice of their own: the span copies them.
+		d.attrs[0] = semconv.MessagingMessageID(m.ID())
+		d.attrs[1] = semconv.MessagingMessageBodySize(len(m.Data()))
+		n := 2
+		if a := pubsub.Attempt(m); a > 0 {
+			d.attrs[n] = attribute.Int("conveyor.message.attempt", a)
+			n++
 		}
-		span.SetAttributes(a...)
+		span.SetAttributes(d.attrs[:n]...)
 	}
 	w.cons.counts.consumed.Add(1)
-	return &message{Message: m, w: w, span: span, ctx: ctx, begin: time.Now()}
+	return d
 }
 
 // Unwrap returns the wrapped delivery.

@@ -28,7 +28,7 @@ func (t *Telemetry) Middleware() event.Middleware {
 			if ctx.Value(processKey{}) != nil {
 				span := trace.SpanFromContext(ctx)
 				if span.IsRecording() {
-					span.SetAttributes(eventAttrs(d)...)
+					span.SetAttributes(eventAttrs(make([]attribute.KeyValue, 0, numEventAttrs), d)...)
 				}
 				err := next(ctx, d)
 				if err != nil && span.IsRecording() {
@@ -50,11 +50,16 @@ func (t *Telemetry) process(ctx context.Context, d event.Delivery, next event.Ha
 	}
 	ctx, span := t.tracer.Start(parent, "process "+d.Topic, trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
-		a := newAttrs(d.Topic, d.Subscription)
-		span.SetAttributes(a.span...)
-		span.SetAttributes(semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
+		// Those of a wrapped topic's process span (newAttrs, WrapTopic and
+		// deliver), then the event's, in one slice.
+		a := make([]attribute.KeyValue, 0, 7+numEventAttrs)
+		a = append(a, semconv.MessagingSystemKey.String(System), semconv.MessagingDestinationName(d.Topic))
+		if d.Subscription != "" {
+			a = append(a, semconv.MessagingConsumerGroupName(d.Subscription))
+		}
+		a = append(a, semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process"),
 			semconv.MessagingMessageID(d.MessageID), attribute.Int("conveyor.message.attempt", d.Attempt))
-		span.SetAttributes(eventAttrs(d)...)
+		span.SetAttributes(eventAttrs(a, d)...)
 	}
 	err := next(ctx, d)
 	if err != nil {
@@ -65,12 +70,16 @@ func (t *Telemetry) process(ctx context.Context, d event.Delivery, next event.Ha
 	return err
 }
 
-func eventAttrs(d event.Delivery) []attribute.KeyValue {
-	a := []attribute.KeyValue{
+// numEventAttrs is the most attributes eventAttrs appends.
+const numEventAttrs = 4
+
+// eventAttrs appends the CloudEvents attributes of d to a.
+func eventAttrs(a []attribute.KeyValue, d event.Delivery) []attribute.KeyValue {
+	a = append(a,
 		semconv.CloudEventsEventID(d.ID),
 		semconv.CloudEventsEventType(string(d.Type)),
 		semconv.CloudEventsEventSource(d.Source),
-	}
+	)
 	if d.Subject != "" {
 		a = append(a, semconv.CloudEventsEventSubject(d.Subject))
 	}

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conveyorgo/conveyor/internal/headerctx"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -36,7 +37,15 @@ func (t *Telemetry) inject(ctx context.Context) context.Context {
 	}
 	h := make(pubsub.Header, 2)
 	t.propagator.Inject(ctx, headerCarrier(h))
-	return pubsub.WithHeader(ctx, h)
+	if len(h) == 0 {
+		return ctx
+	}
+	if old, _ := ctx.Value(headerctx.Key{}).(pubsub.Header); len(old) > 0 {
+		return pubsub.WithHeader(ctx, h) // merged over the caller's
+	}
+	// h is this enqueue's own and nothing changes it from here: ctx keeps
+	// it as it is, where pubsub.WithHeader would keep a copy.
+	return context.WithValue(ctx, headerctx.Key{}, h)
 }
 
 // extensionCarrier reads a trace context from an event's CloudEvents

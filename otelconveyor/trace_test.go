@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -308,7 +309,10 @@ func TestMiddlewareAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make(chan trace.SpanContext, 1)
+		meta := make(chan event.Metadata, 1)
 		_ = event.ListenFunc(svc, func(ctx context.Context, o Order) error {
+			md, _ := event.Meta(ctx)
+			meta <- md
 			got <- trace.SpanContextFromContext(ctx)
 			return nil
 		})
@@ -325,10 +329,33 @@ func TestMiddlewareAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		root.End()
-		sc := <-got
+		md, sc := <-meta, <-got
 		if sc.TraceID() != root.SpanContext().TraceID() {
 			t.Fatalf("the listener ran in trace %s, want the producer's %s", sc.TraceID(), root.SpanContext().TraceID())
 		}
+		// The process span Middleware made has the attributes of a wrapped
+		// topic's, and the event's.
+		want := attribute.NewSet(
+			attribute.String("messaging.system", otelconveyor.System),
+			attribute.String("messaging.destination.name", md.Topic),
+			attribute.String("messaging.consumer.group.name", md.Subscription),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.operation.name", "process"),
+			attribute.String("messaging.message.id", md.MessageID),
+			attribute.Int("conveyor.message.attempt", 1),
+			attribute.String("cloudevents.event_id", md.ID),
+			attribute.String("cloudevents.event_type", string(md.Type)),
+			attribute.String("cloudevents.event_source", md.Source))
+		eventually(t, func() string {
+			process := spansNamed(s.spans.Ended(), "process orders")
+			if len(process) != 1 {
+				return fmt.Sprintf("%d process spans ended, want 1", len(process))
+			}
+			if got := attribute.NewSet(process[0].Attributes()...); !got.Equals(&want) {
+				return fmt.Sprintf("process span attributes %v, want %v", process[0].Attributes(), want.ToSlice())
+			}
+			return ""
+		})
 	}
 }
 
@@ -367,4 +394,108 @@ func newInjector(t *testing.T, register func(*testing.T, context.Context), s *sd
 		t.Fatal(err)
 	}
 	return ctx
+}
+
+// TestTopicSpanAttributes checks the attributes of each send and process
+// span of a raw topic, and the header each message arrives with: the send
+// span's trace context over the header the enqueue's ctx asked for, and
+// nothing of one enqueue's header in another's.
+func TestTopicSpanAttributes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
+		s := newSDK(t, otelconveyor.Options{})
+		ctx := newInjector(t, register, s)
+		ps, err := di.Resolve[pubsub.PubSub](ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := ps.Topic("attrs")
+		t.Cleanup(func() { _ = tp.Close() })
+
+		asked := pubsub.Header{"tenant": "a", "traceparent": "not the send span's"}
+		if err := tp.Enqueue(pubsub.WithHeader(ctx, asked), []byte("one")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.Enqueue(ctx, []byte("three")); err != nil {
+			t.Fatal(err)
+		}
+		if err := pubsub.EnqueueBatch(ctx, tp, [][]byte{[]byte("b1"), []byte("b2")}); err != nil {
+			t.Fatal(err)
+		}
+		if want := (pubsub.Header{"tenant": "a", "traceparent": "not the send span's"}); !maps.Equal(asked, want) {
+			t.Errorf("the enqueue changed the header it was asked for: %q", asked)
+		}
+
+		system := attribute.String("messaging.system", otelconveyor.System)
+		dest := attribute.String("messaging.destination.name", "attrs")
+		sends := spansNamed(s.spans.Ended(), "send attrs")
+		if len(sends) != 3 {
+			t.Fatalf("%d send spans, want 3", len(sends))
+		}
+		wantSends := [][]attribute.KeyValue{
+			{system, dest, attribute.String("messaging.operation.type", "send"), attribute.String("messaging.operation.name", "enqueue"),
+				attribute.Int("messaging.message.body.size", 3)},
+			{system, dest, attribute.String("messaging.operation.type", "send"), attribute.String("messaging.operation.name", "enqueue"),
+				attribute.Int("messaging.message.body.size", 5)},
+			{system, dest, attribute.String("messaging.operation.type", "send"), attribute.String("messaging.operation.name", "enqueue_batch"),
+				attribute.Int("messaging.batch.message_count", 2)},
+		}
+		for i, want := range wantSends {
+			wantSet, gotSet := attribute.NewSet(want...), attribute.NewSet(sends[i].Attributes()...)
+			if !gotSet.Equals(&wantSet) {
+				t.Errorf("send span %d: attributes %v, want %v", i, sends[i].Attributes(), want)
+			}
+		}
+
+		// The header and the process span of each delivery, by data.
+		wantHeader := map[string]pubsub.Header{
+			"one":   {"tenant": "a", "traceparent": traceparent(sends[0])},
+			"three": {"traceparent": traceparent(sends[1])},
+			"b1":    {"traceparent": traceparent(sends[2])},
+			"b2":    {"traceparent": traceparent(sends[2])},
+		}
+		ids := map[string]string{}
+		dctx, cancel := context.WithTimeout(ctx, patience)
+		defer cancel()
+		for range wantHeader {
+			m, err := tp.Dequeue(dctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := string(m.Data())
+			if h := pubsub.MessageHeader(m); !maps.Equal(h, wantHeader[data]) {
+				t.Errorf("message %q: header %q, want %q", data, h, wantHeader[data])
+			}
+			ids[data] = m.ID()
+			if err := m.Ack(pubsub.HandlingContext(ctx, m)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		processes := spansNamed(s.spans.Ended(), "process attrs")
+		if len(processes) != len(wantHeader) {
+			t.Fatalf("%d process spans, want %d", len(processes), len(wantHeader))
+		}
+		for _, p := range processes {
+			var data string
+			for d, id := range ids {
+				if attr(p, "messaging.message.id") == id {
+					data = d
+				}
+			}
+			want := attribute.NewSet(system, dest,
+				attribute.String("messaging.consumer.group.name", pubsub.DefaultSubscription),
+				attribute.String("messaging.operation.type", "process"), attribute.String("messaging.operation.name", "process"),
+				attribute.String("messaging.message.id", ids[data]), attribute.Int("messaging.message.body.size", len(data)),
+				attribute.Int("conveyor.message.attempt", 1), attribute.String("conveyor.settle.outcome", otelconveyor.OutcomeAck))
+			if got := attribute.NewSet(p.Attributes()...); data == "" || !got.Equals(&want) {
+				t.Errorf("process span of %q: attributes %v, want %v", data, p.Attributes(), want.ToSlice())
+			}
+		}
+	})
+}
+
+// traceparent is the W3C traceparent of span s.
+func traceparent(s sdktrace.ReadOnlySpan) string {
+	h := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), s.SpanContext()), h)
+	return h["traceparent"]
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"unicode/utf8"
+
+	"github.com/conveyorgo/conveyor/internal/headerctx"
 )
 
 // Header is the metadata a message carries beside its data: a trace
@@ -22,8 +24,6 @@ const (
 	MaxHeaderSize = 16 << 10
 )
 
-type headerKey struct{}
-
 // WithHeader returns a copy of ctx asking every enqueue called with it
 // (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique, and an
 // event.Dispatcher's methods) to give each message it makes the header h,
@@ -39,7 +39,7 @@ func WithHeader(ctx context.Context, h Header) context.Context {
 	if len(h) == 0 {
 		return ctx
 	}
-	if old, _ := ctx.Value(headerKey{}).(Header); len(old) > 0 {
+	if old, _ := ctx.Value(headerctx.Key{}).(Header); len(old) > 0 {
 		merged := make(Header, len(old)+len(h))
 		maps.Copy(merged, old)
 		maps.Copy(merged, h)
@@ -47,14 +47,14 @@ func WithHeader(ctx context.Context, h Header) context.Context {
 	} else {
 		h = maps.Clone(h)
 	}
-	return context.WithValue(ctx, headerKey{}, h)
+	return context.WithValue(ctx, headerctx.Key{}, h)
 }
 
 // HeaderFrom returns the header WithHeader put in ctx (nil if none),
 // validated: backends call it on every enqueue and fail with its error,
 // which wraps ErrInvalidHeader. The caller must not modify it.
 func HeaderFrom(ctx context.Context) (Header, error) {
-	h, _ := ctx.Value(headerKey{}).(Header)
+	h, _ := ctx.Value(headerctx.Key{}).(Header)
 	if len(h) == 0 {
 		return nil, nil
 	}

@@ -1,0 +1,12 @@
+// Package headerctx holds the context key under which pubsub.WithHeader
+// keeps the header an enqueue's ctx asks for. pubsub.WithHeader copies the
+// header it is given, since its caller may change it afterwards; a
+// conveyor package that makes a header for one enqueue and never touches
+// it again (otelconveyor's trace context) puts it under Key as it is,
+// which saves that copy on every message.
+package headerctx
+
+// Key is the context key of the header (a pubsub.Header) that the
+// enqueues called with the context give their messages. Whoever puts a
+// header under it must not change the header afterwards.
+type Key struct{}
