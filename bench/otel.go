@@ -17,12 +17,44 @@ import (
 // Each is compared with the same system unwrapped in the same run (the
 // OTel overhead targets).
 
-// otelConfig describes the SDK of the OTel systems, for their
-// configurations.
-const otelConfig = "its PubSub wrapped by otelconveyor.New(Options{}).Wrap on the OpenTelemetry SDK: " +
-	"sdktrace.NewTracerProvider(WithBatcher(an exporter that drops the spans)) with the default sampler, " +
-	"ParentBased(AlwaysSample), so every message is sampled (the worst case); " +
-	"sdkmetric.NewMeterProvider(WithReader(NewManualReader())), never collected; consumers handle each message in pubsub.HandlingContext"
+// otelMode says whether a conveyor system is wrapped by otelconveyor, and
+// how its SDK samples.
+type otelMode int
+
+const (
+	otelOff otelMode = iota
+	// otelAll samples every message: the SDK's default sampler,
+	// ParentBased(AlwaysSample), the worst case.
+	otelAll
+	// otelSampled samples 1% of the traces: ParentBased(TraceIDRatioBased(0.01)),
+	// a production setting; the others' spans are made but not recorded.
+	otelSampled
+)
+
+// sampledRatio is the ratio of otelSampled.
+const sampledRatio = 0.01
+
+// suffix ends the name of a system in mode m.
+func (m otelMode) suffix() string {
+	switch m {
+	case otelAll:
+		return " (OTel)"
+	case otelSampled:
+		return " (OTel 1%)"
+	}
+	return ""
+}
+
+// config describes the SDK of mode m, for the systems' configurations.
+func (m otelMode) config() string {
+	sampler := "the default sampler, ParentBased(AlwaysSample), so every message is sampled (the worst case)"
+	if m == otelSampled {
+		sampler = "sdktrace.WithSampler(ParentBased(TraceIDRatioBased(0.01))): 1% of the traces sampled, the others' spans made but not recorded"
+	}
+	return "its PubSub wrapped by otelconveyor.New(Options{}).Wrap on the OpenTelemetry SDK: " +
+		"sdktrace.NewTracerProvider(WithBatcher(an exporter that drops the spans)) with " + sampler + "; " +
+		"sdkmetric.NewMeterProvider(WithReader(NewManualReader())), never collected; consumers handle each message in pubsub.HandlingContext"
+}
 
 // discardExporter drops every span it is given.
 type discardExporter struct{}
@@ -40,9 +72,13 @@ type otelSDK struct {
 	tel *otelconveyor.Telemetry
 }
 
-func newOTelSDK() (*otelSDK, error) {
+func newOTelSDK(m otelMode) (*otelSDK, error) {
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(discardExporter{})}
+	if m == otelSampled {
+		tpOpts = append(tpOpts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(sampledRatio))))
+	}
 	s := &otelSDK{
-		tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{})),
+		tp: sdktrace.NewTracerProvider(tpOpts...),
 		mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 	}
 	tel, err := otelconveyor.New(otelconveyor.Options{TracerProvider: s.tp, MeterProvider: s.mp})

@@ -24,10 +24,10 @@ import (
 // baseline); and the defaults traced and measured by otelconveyor, on the
 // drain only.
 type conveyorDB struct {
-	consumers  int  // 0: W
-	confirmAck bool // Options.ConfirmAck
-	noSubs     bool // the fan-out without subscriptions
-	otel       bool // wrapped by otelconveyor (otel.go)
+	consumers  int      // 0: W
+	confirmAck bool     // Options.ConfirmAck
+	noSubs     bool     // the fan-out without subscriptions
+	otel       otelMode // wrapped by otelconveyor, and how it samples (otel.go)
 }
 
 const conveyorManyConsumers = 128
@@ -40,7 +40,8 @@ func init() {
 	register(conveyorDB{confirmAck: true})
 	register(conveyorDB{confirmAck: true, consumers: conveyorManyConsumers})
 	register(conveyorDB{noSubs: true})
-	register(conveyorDB{otel: true})
+	register(conveyorDB{otel: otelAll})
+	register(conveyorDB{otel: otelSampled})
 }
 
 func (c conveyorDB) Name() string {
@@ -51,8 +52,8 @@ func (c conveyorDB) Name() string {
 		return "conveyor dbpubsub (ConfirmAck)"
 	case c.noSubs:
 		return "conveyor dbpubsub (no subscriptions)"
-	case c.otel:
-		return "conveyor dbpubsub (OTel)"
+	case c.otel != otelOff:
+		return "conveyor dbpubsub" + c.otel.suffix()
 	}
 	return "conveyor dbpubsub"
 }
@@ -69,8 +70,8 @@ func (c conveyorDB) Config(cfg Config) string {
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
 	case c.noSubs:
 		workers = "fan-out only: the plain topic, no subscription, W goroutines Dequeue+Ack on its default subscription"
-	case c.otel:
-		workers = "W goroutines Dequeue+Ack, as conveyor dbpubsub; " + otelConfig +
+	case c.otel != otelOff:
+		workers = "W goroutines Dequeue+Ack, as conveyor dbpubsub; " + c.otel.config() +
 			"; drain only: a process span per delivery (the prefill's send spans, one per batch, are not timed)"
 	}
 	opts := "dbpubsub.Options{}"
@@ -89,7 +90,7 @@ func (c conveyorDB) Config(cfg Config) string {
 // only, to keep the run within its time budget.
 func (c conveyorDB) Scenarios() []string {
 	switch {
-	case c.consumers > 0, c.otel:
+	case c.consumers > 0, c.otel != otelOff:
 		return []string{ScDrain}
 	case c.confirmAck:
 		return []string{ScDrain, ScLatency, ScFanOut}
@@ -125,8 +126,8 @@ func (c conveyorDB) Open(ctx context.Context, env *Env, cfg Config) (Instance, e
 		return nil, err
 	}
 	in.consumers = c.consumers
-	if c.otel {
-		if in.otel, err = newOTelSDK(); err != nil {
+	if c.otel != otelOff {
+		if in.otel, err = newOTelSDK(c.otel); err != nil {
 			return nil, errors.Join(err, in.Close())
 		}
 		// The topic is opened on the wrapping instead: close the handle

@@ -23,25 +23,26 @@ import (
 // conveyor channelpubsub with its defaults; and the same traced and
 // measured by otelconveyor, on the round trip only.
 type conveyorChan struct {
-	otel bool // wrapped by otelconveyor (otel.go)
+	otel otelMode // wrapped by otelconveyor, and how it samples (otel.go)
 }
 
 func init() {
 	register(conveyorChan{})
-	register(conveyorChan{otel: true})
+	register(conveyorChan{otel: otelAll})
+	register(conveyorChan{otel: otelSampled})
 }
 
 func (c conveyorChan) Name() string {
-	if c.otel {
-		return "conveyor channelpubsub (OTel)"
+	if c.otel != otelOff {
+		return "conveyor channelpubsub" + c.otel.suffix()
 	}
 	return "conveyor channelpubsub"
 }
 func (conveyorChan) Kind() Kind     { return KindMemory }
 func (conveyorChan) Baseline() bool { return false }
 func (c conveyorChan) Config(Config) string {
-	if c.otel {
-		return fmt.Sprintf("channelpubsub.New() (defaults), W goroutines Enqueue, W Dequeue+Ack, as conveyor channelpubsub; %s; round trip only: two spans per message, send and process", otelConfig)
+	if c.otel != otelOff {
+		return fmt.Sprintf("channelpubsub.New() (defaults), W goroutines Enqueue, W Dequeue+Ack, as conveyor channelpubsub; %s; round trip only: two spans per message, send and process", c.otel.config())
 	}
 	return fmt.Sprintf("channelpubsub.New() (defaults: Capacity %d, lease %v); W goroutines Enqueue, W Dequeue+Ack; "+
 		"fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each, batches: pubsub.EnqueueBatch",
@@ -51,7 +52,7 @@ func (c conveyorChan) Config(Config) string {
 // Scenarios limits the OTel variant to the round trip, the line its
 // overhead is measured on.
 func (c conveyorChan) Scenarios() []string {
-	if c.otel {
+	if c.otel != otelOff {
 		return []string{ScRoundtrip}
 	}
 	return nil
@@ -65,8 +66,8 @@ type conveyorChanInstance struct {
 
 func (c conveyorChan) Open(context.Context, *Env, Config) (Instance, error) {
 	in := &conveyorChanInstance{ps: channelpubsub.New()}
-	if c.otel {
-		sdk, err := newOTelSDK()
+	if c.otel != otelOff {
+		sdk, err := newOTelSDK(c.otel)
 		if err != nil {
 			return nil, errors.Join(err, in.ps.(io.Closer).Close())
 		}
