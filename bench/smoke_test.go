@@ -95,8 +95,8 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	}
-	if otelTargets != 2 {
-		t.Errorf("%d OTel overhead targets checked, want 2 (channelpubsub round trip, dbpubsub drain): %+v", otelTargets, rep.Targets)
+	if otelTargets != 4 {
+		t.Errorf("%d OTel overhead targets checked, want 4 (channelpubsub round trip, dbpubsub drain, each with every message and 1%% sampled): %+v", otelTargets, rep.Targets)
 	}
 
 	// The outputs.
