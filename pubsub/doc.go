@@ -53,8 +53,8 @@
 // Small interfaces a backend may implement: Delayer, BatchEnqueuer,
 // Attempter, LeaseExtender, Failer, Rejecter, DeadLetters, Stater, Pauser,
 // and for operators TopicLister, Peeker, Canceler, DeadDeleter
-// (inspect.go) and AckCounter (ackcount.go). Call them through the package functions of the same
-// names: they find the ability through any wrapper that exposes Unwrap
+// (inspect.go), AckCounter (ackcount.go). Call them through the package
+// functions of the same names: they find the ability through any wrapper that exposes Unwrap
 // (see As), and return ErrUnsupported, or use the documented fallback,
 // when a backend lacks one; instrument.go has the hooks of a wrapper.
 //
