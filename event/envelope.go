@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -542,23 +543,45 @@ func Meta(ctx context.Context) (m Metadata, ok bool) {
 }
 
 // withMeta returns ctx carrying m.
-func withMeta(ctx context.Context, m Metadata) context.Context {
+func withMeta(ctx context.Context, m Metadata) *metaCtx {
 	return &metaCtx{Context: ctx, md: m}
 }
 
 // metaCtx is a context carrying a delivery's metadata: what
 // context.WithValue does, in one allocation instead of two (the Metadata
-// boxed, and the context).
+// boxed, and the context). It holds the claim scope of the delivery's
+// first listener too (see Service.callListener), in the same allocation.
 type metaCtx struct {
 	context.Context
 	md Metadata
+
+	firstTaken atomic.Bool // first is in use
+	first      claimScope
 }
 
+// metaCtxKey is the key under which a metaCtx holds itself.
+type metaCtxKey struct{}
+
 func (c *metaCtx) Value(key any) any {
-	if _, ok := key.(metaKey); ok {
+	switch key.(type) {
+	case metaKey:
 		return &c.md // Meta copies it: nobody can change it
+	case metaCtxKey:
+		return c
 	}
 	return c.Context.Value(key)
+}
+
+// claimScope returns a new claim scope of l on the delivery of ctx, a
+// context derived from c: c's own the first time, a new one after (a
+// second listener, or middleware calling its next twice).
+func (c *metaCtx) claimScope(ctx context.Context, s *Service, l *listener, eventID string) *claimScope {
+	if !c.firstTaken.CompareAndSwap(false, true) {
+		return &claimScope{Context: ctx, svc: s, l: l, eventID: eventID}
+	}
+	sc := &c.first
+	sc.Context, sc.svc, sc.l, sc.eventID = ctx, s, l, eventID
+	return sc
 }
 
 func (c *metaCtx) String() string {
