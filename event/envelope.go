@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,7 +76,7 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 		}
 		e.Data = data.Bytes()
 	}
-	return e.appendJSON(make([]byte, 0, e.encodedLen())), nil
+	return e.appendJSON(make([]byte, 0, e.encodedLen()), nil), nil
 }
 
 // UnmarshalJSON reads e from the wire form, as Decode does.
@@ -150,12 +152,19 @@ func (e *Envelope) checkData(data bool) error {
 }
 
 // appendJSON appends the wire form of e to b. e must be valid (check), and
-// e.Data compact JSON or empty.
-func (e *Envelope) appendJSON(b []byte) []byte {
+// e.Data compact JSON or empty. A non-nil newID, a NewID's text, is the id
+// written instead of e.ID.
+func (e *Envelope) appendJSON(b, newID []byte) []byte {
 	b = append(b, `{"specversion":`...)
 	b = appendString(b, e.SpecVersion)
 	b = append(b, `,"id":`...)
-	b = appendString(b, e.ID)
+	if newID != nil {
+		b = append(b, '"')
+		b = append(b, newID...) // hex digits and dashes: nothing to escape
+		b = append(b, '"')
+	} else {
+		b = appendString(b, e.ID)
+	}
 	b = append(b, `,"source":`...)
 	b = appendString(b, e.Source)
 	b = append(b, `,"type":`...)
@@ -340,11 +349,17 @@ func (m Metadata) Extension(name string) (value string, ok bool) {
 // NewID returns a new random event id: a version 4 UUID (122 random bits
 // from crypto/rand) in its canonical text form.
 func NewID() string {
+	var s [36]byte
+	newID(&s)
+	return string(s[:])
+}
+
+// newID writes a new random event id (see NewID) into s.
+func newID(s *[36]byte) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])  // never fails (crypto/rand, Go 1.24+)
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // variant 10
-	var s [36]byte
 	hex.Encode(s[0:8], b[0:4])
 	s[8] = '-'
 	hex.Encode(s[9:13], b[4:6])
@@ -354,7 +369,6 @@ func NewID() string {
 	hex.Encode(s[19:23], b[8:10])
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
-	return string(s[:])
 }
 
 // Encode returns e in its wire form (see Envelope): a new random id unless
@@ -374,29 +388,76 @@ func Encode(e Event, opts ...Option) ([]byte, error) {
 // encode is Encode with source instead of DefaultSource: a URI-reference
 // (checkURIRef), which options may replace.
 func encode(e Event, source string, opts []Option) ([]byte, error) {
+	mb := marshalBufs.Get().(*marshalBuf)
+	defer mb.release()
 	var env Envelope // on the stack: newEnvelope applies the options to a copy
-	if err := newEnvelope(&env, e, source, opts); err != nil {
+	var id [36]byte
+	newID, err := newEnvelope(&env, e, source, opts, mb, &id)
+	if err != nil {
 		return nil, err
 	}
-	return env.appendJSON(make([]byte, 0, env.encodedLen())), nil
+	return env.appendJSON(make([]byte, 0, env.encodedLen()+len(newID)), newID), nil
 }
 
-// newEnvelope sets *env to the envelope of e from source, a URI-reference.
-func newEnvelope(env *Envelope, e Event, source string, opts []Option) error {
+// marshalBuf marshals event data into a buffer reused from one encode to
+// the next (see marshalBufs): encoding/json's Encoder writes what Marshal
+// returns, followed by a newline.
+type marshalBuf struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledMarshalBuf is the largest buffer put back in marshalBufs: a rare
+// large event does not keep its buffer alive for the small ones.
+const maxPooledMarshalBuf = 64 << 10
+
+// marshalBufs holds the marshalBufs not in use.
+var marshalBufs = sync.Pool{New: func() any {
+	mb := new(marshalBuf)
+	mb.enc = json.NewEncoder(&mb.buf)
+	return mb
+}}
+
+// marshal returns v as json.Marshal does, in mb's buffer: valid until mb
+// marshals again or is released.
+func (mb *marshalBuf) marshal(v any) ([]byte, error) {
+	mb.buf.Reset()
+	if err := mb.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := mb.buf.Bytes()
+	return b[:len(b)-1], nil // without Encode's newline
+}
+
+// release puts mb back in marshalBufs.
+func (mb *marshalBuf) release() {
+	if mb.buf.Cap() > maxPooledMarshalBuf {
+		return
+	}
+	marshalBufs.Put(mb)
+}
+
+// newEnvelope sets *env to the envelope of e from source, a URI-reference,
+// marshalling e's data with mb. Without options, env.Data is mb's buffer
+// and env.ID is empty: the id is written in *id and returned, to be
+// written in the JSON in env.ID's place (see appendJSON). With options,
+// which get the envelope and may keep what it holds, env.Data is a copy
+// and env.ID the id, and newEnvelope returns nil for the id.
+func newEnvelope(env *Envelope, e Event, source string, opts []Option, mb *marshalBuf, id *[36]byte) ([]byte, error) {
 	if e == nil {
-		return fmt.Errorf("%w: nil event", ErrInvalidEvent)
+		return nil, fmt.Errorf("%w: nil event", ErrInvalidEvent)
 	}
 	t, err := eventType(e)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data, err := json.Marshal(e)
+	data, err := mb.marshal(e)
 	if err != nil {
-		return fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
+		return nil, fmt.Errorf("%w: marshal %s (%T): %v", ErrInvalidEvent, t, e, err)
 	}
+	newID(id)
 	*env = Envelope{
 		SpecVersion:     SpecVersion,
-		ID:              NewID(),
 		Source:          source,
 		Type:            t,
 		Time:            time.Now().UTC(),
@@ -404,19 +465,21 @@ func newEnvelope(env *Envelope, e Event, source string, opts []Option) error {
 		Data:            data,
 	}
 	if len(opts) == 0 {
-		return nil // valid: its type was checked, its source is one, the rest is ours
+		return id[:], nil // valid: its type was checked, its source is one, the rest is ours
 	}
+	data = bytes.Clone(data)
+	env.Data, env.ID = data, string(id[:])
 	*env = withOptions(*env, opts)
 	if err := env.Type.Validate(); err != nil {
-		return fmt.Errorf("event %q: %w", env.ID, err)
+		return nil, fmt.Errorf("event %q: %w", env.ID, err)
 	}
 	// json.Marshal returns valid JSON: the data is checked again only if
 	// an option replaced it.
 	marshalled := len(env.Data) == len(data) && (len(data) == 0 || &env.Data[0] == &data[0])
 	if err := env.checkData(!marshalled); err != nil {
-		return env.invalid(err)
+		return nil, env.invalid(err)
 	}
-	return nil
+	return nil, nil
 }
 
 // withOptions returns env with opts applied. The options get a copy of
@@ -480,23 +543,45 @@ func Meta(ctx context.Context) (m Metadata, ok bool) {
 }
 
 // withMeta returns ctx carrying m.
-func withMeta(ctx context.Context, m Metadata) context.Context {
+func withMeta(ctx context.Context, m Metadata) *metaCtx {
 	return &metaCtx{Context: ctx, md: m}
 }
 
 // metaCtx is a context carrying a delivery's metadata: what
 // context.WithValue does, in one allocation instead of two (the Metadata
-// boxed, and the context).
+// boxed, and the context). It holds the claim scope of the delivery's
+// first listener too (see Service.callListener), in the same allocation.
 type metaCtx struct {
 	context.Context
 	md Metadata
+
+	firstTaken atomic.Bool // first is in use
+	first      claimScope
 }
 
+// metaCtxKey is the key under which a metaCtx holds itself.
+type metaCtxKey struct{}
+
 func (c *metaCtx) Value(key any) any {
-	if _, ok := key.(metaKey); ok {
+	switch key.(type) {
+	case metaKey:
 		return &c.md // Meta copies it: nobody can change it
+	case metaCtxKey:
+		return c
 	}
 	return c.Context.Value(key)
+}
+
+// claimScope returns a new claim scope of l on the delivery of ctx, a
+// context derived from c: c's own the first time, a new one after (a
+// second listener, or middleware calling its next twice).
+func (c *metaCtx) claimScope(ctx context.Context, s *Service, l *listener, eventID string) *claimScope {
+	if !c.firstTaken.CompareAndSwap(false, true) {
+		return &claimScope{Context: ctx, svc: s, l: l, eventID: eventID}
+	}
+	sc := &c.first
+	sc.Context, sc.svc, sc.l, sc.eventID = ctx, s, l, eventID
+	return sc
 }
 
 func (c *metaCtx) String() string {

@@ -28,7 +28,7 @@ func TestEncodedLen(t *testing.T) {
 	}
 	// Its time, with nanoseconds and an offset, is as long as times get:
 	// encodedLen is exact.
-	if got, est := len(e.appendJSON(nil)), e.encodedLen(); got != est {
+	if got, est := len(e.appendJSON(nil, nil)), e.encodedLen(); got != est {
 		t.Errorf("the wire form has %d bytes, encodedLen says %d", got, est)
 	}
 }

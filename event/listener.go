@@ -81,6 +81,10 @@ func add[E Event](s *Service, l Listener[E], name string, target any) error {
 			target = nil // nothing to fill
 		}
 	}
+	unmarshal := json.Unmarshal
+	if !keepsInput(rt) {
+		unmarshal = unmarshalData
+	}
 	return s.addListener(listener{
 		typ:    typ,
 		goType: rt,
@@ -92,7 +96,7 @@ func add[E Event](s *Service, l Listener[E], name string, target any) error {
 				e = reflect.New(rt.Elem()).Interface().(E)
 			}
 			if len(data) > 0 && string(data) != "null" { // an explicit null is the zero event, as no data
-				if err := json.Unmarshal(data, &e); err != nil {
+				if err := unmarshal(data, &e); err != nil {
 					return Permanent(malformed("data of %s does not decode into %s: %v", typ, rt, err))
 				}
 			}

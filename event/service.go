@@ -555,7 +555,12 @@ func (s *Service) route(ctx context.Context, d Delivery) error {
 // or panics, the claims it made outside a transaction are released, so
 // that the redelivery claims anew.
 func (s *Service) callListener(ctx context.Context, l *listener, d Delivery) (err error) {
-	sc := &claimScope{Context: ctx, svc: s, l: l, eventID: d.ID}
+	var sc *claimScope
+	if mc, ok := ctx.Value(metaCtxKey{}).(*metaCtx); ok {
+		sc = mc.claimScope(ctx, s, l, d.ID)
+	} else { // middleware handed its next a ctx not derived from the Service's
+		sc = &claimScope{Context: ctx, svc: s, l: l, eventID: d.ID}
+	}
 	ok := false
 	defer func() {
 		if rerr := sc.end(s.hctx, !ok || err != nil); rerr != nil {
