@@ -288,6 +288,75 @@ func TestTopicTrace(t *testing.T) {
 	})
 }
 
+// TestTopicTraceNotSampled checks that a message enqueued in a trace that
+// is not sampled carries that trace, flagged not sampled, to its consumer:
+// the Telemetry's sampler, ParentBased(AlwaysSample), would sample a
+// process span of its own, yet the process span stays in the producer's
+// trace and is not sampled either. Every message still counts.
+func TestTopicTraceNotSampled(t *testing.T) {
+	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
+		s := newSDK(t, otelconveyor.Options{})
+		ctx := newInjector(t, register, s)
+		ps, err := di.Resolve[pubsub.PubSub](ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := ps.Topic("unsampled")
+		t.Cleanup(func() { _ = tp.Close() })
+		never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+		t.Cleanup(func() { _ = never.Shutdown(context.Background()) })
+		pctx, root := never.Tracer("test").Start(ctx, "producer")
+		if root.SpanContext().IsSampled() || !root.SpanContext().IsValid() {
+			t.Fatalf("producer span %v: want a valid one, not sampled", root.SpanContext())
+		}
+		if err := tp.Enqueue(pctx, []byte("job")); err != nil {
+			t.Fatal(err)
+		}
+		root.End()
+		dctx, cancel := context.WithTimeout(ctx, patience)
+		defer cancel()
+		m, err := tp.Dequeue(dctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tid := root.SpanContext().TraceID()
+		if h := pubsub.MessageHeader(m)["traceparent"]; !strings.HasPrefix(h, "00-"+tid.String()+"-") || !strings.HasSuffix(h, "-00") {
+			t.Errorf("traceparent %q: want the producer's trace %s, not sampled (flags 00)", h, tid)
+		}
+		hctx := pubsub.HandlingContext(ctx, m)
+		sc := trace.SpanContextFromContext(hctx)
+		if sc.TraceID() != tid || sc.IsSampled() || !sc.IsValid() || sc.IsRemote() || sc.SpanID() == root.SpanContext().SpanID() {
+			t.Errorf("the handling context's span %+v: want a span of its own in the producer's trace %s, not sampled", sc, tid)
+		}
+		if trace.SpanFromContext(hctx).IsRecording() {
+			t.Error("the process span is recording")
+		}
+		if err := m.Ack(hctx); err != nil {
+			t.Fatal(err)
+		}
+		if ended := s.spans.Ended(); len(ended) != 0 {
+			t.Errorf("%d spans recorded, want none: %v", len(ended), ended)
+		}
+		topic := attribute.String("messaging.destination.name", "unsampled")
+		group := attribute.String("messaging.consumer.group.name", pubsub.DefaultSubscription)
+		rm := s.metrics(t)
+		for _, c := range []struct {
+			name  string
+			attrs []attribute.KeyValue
+		}{
+			{"messaging.client.sent.messages", []attribute.KeyValue{topic}},
+			{"messaging.client.operation.duration", []attribute.KeyValue{topic}}, // its count
+			{"messaging.client.consumed.messages", []attribute.KeyValue{topic, group}},
+			{"conveyor.messages.acked", []attribute.KeyValue{topic, group}},
+			{"messaging.process.duration", []attribute.KeyValue{topic, group}}, // its count
+		} {
+			if got, ok := value(rm, c.name, c.attrs...); !ok || got != 1 {
+				t.Errorf("%s%v = %v (found %v), want 1", c.name, c.attrs, got, ok)
+			}
+		}
+	})
+}
+
 // TestMiddlewareAlone checks that a Service on a PubSub that is not
 // wrapped still continues the producer's trace, from the event's
 // traceparent attribute.
