@@ -243,12 +243,7 @@ func TestTopicTrace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := newInjector(t, register, s)
-		ps, err := di.Resolve[pubsub.PubSub](ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := ps.Topic("jobs")
-		t.Cleanup(func() { _ = tp.Close() })
+		tp := injectedTopic(t, ctx, "jobs")
 		pctx, root := s.tp.Tracer("test").Start(ctx, "producer")
 		if err := tp.Enqueue(pctx, []byte("job")); err != nil {
 			t.Fatal(err)
@@ -297,12 +292,7 @@ func TestTopicTraceNotSampled(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := newInjector(t, register, s)
-		ps, err := di.Resolve[pubsub.PubSub](ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := ps.Topic("unsampled")
-		t.Cleanup(func() { _ = tp.Close() })
+		tp := injectedTopic(t, ctx, "unsampled")
 		never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 		t.Cleanup(func() { _ = never.Shutdown(context.Background()) })
 		pctx, root := never.Tracer("test").Start(ctx, "producer")
@@ -473,12 +463,7 @@ func TestTopicSpanAttributes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := newInjector(t, register, s)
-		ps, err := di.Resolve[pubsub.PubSub](ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := ps.Topic("attrs")
-		t.Cleanup(func() { _ = tp.Close() })
+		tp := injectedTopic(t, ctx, "attrs")
 
 		asked := pubsub.Header{"tenant": "a", "traceparent": "not the send span's"}
 		if err := tp.Enqueue(pubsub.WithHeader(ctx, asked), []byte("one")); err != nil {
@@ -567,4 +552,17 @@ func traceparent(s sdktrace.ReadOnlySpan) string {
 	h := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), s.SpanContext()), h)
 	return h["traceparent"]
+}
+
+// injectedTopic opens topic name on the injector's PubSub (the wrapped
+// one), closed when t ends.
+func injectedTopic(t *testing.T, ctx context.Context, name string) pubsub.Topic {
+	t.Helper()
+	ps, err := di.Resolve[pubsub.PubSub](ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := ps.Topic(name)
+	t.Cleanup(func() { _ = tp.Close() })
+	return tp
 }
