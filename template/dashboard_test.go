@@ -209,7 +209,9 @@ func savePNG(t *testing.T, name string, png []byte) {
 }
 
 // checkDashboard checks that the app's dashboard shows its topic's two
-// subscriptions, every order handled: nothing ready, in hand or dead.
+// subscriptions, every order handled and none dead. (Ready and processing
+// are not checked: the periodic report, every 200 ms here, may be in
+// either.)
 func (p *process) checkDashboard(t *testing.T) {
 	t.Helper()
 	resp, err := http.Get(p.url + "/conveyor/")
@@ -223,8 +225,7 @@ func (p *process) checkDashboard(t *testing.T) {
 	}
 	for _, sub := range subscriptions {
 		link := "/conveyor/topics/orders/" + sub + "/"
-		for _, want := range []string{`<a href="` + link + `">orders</a>`, `<a href="` + link + `?state=ready">0</a>`,
-			`<a href="` + link + `?state=processing">0</a>`, `<a href="` + link + `?state=dead">0</a>`} {
+		for _, want := range []string{`<a href="` + link + `">orders</a>`, `<a href="` + link + `?state=dead">0</a>`} {
 			if !strings.Contains(string(body), want) {
 				t.Errorf("the dashboard does not show %s:\n%s", want, body)
 			}
