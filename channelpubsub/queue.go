@@ -334,31 +334,29 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 		return nil, err // an ended ctx gets no message, even a ready one
 	}
 	for {
+		paused := q.pause.on.Load()
 		var e *entry
-		if q.pause.on.Load() {
-			if resumed := q.pause.waitFor(); resumed != nil {
-				select {
-				case <-resumed:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-handleClosed:
-					return nil, errStopped
-				case <-q.ps.closed:
-					return nil, errStopped
-				case <-q.gone:
-					return nil, errGone
-				}
-			}
-			continue
+		if !paused {
+			e = q.pause.takeHeld()
 		}
-		if e = q.pause.takeHeld(); e == nil {
-			pausing := *q.pause.pausing.Load()
+		if e == nil {
+			// Wait for a message or, while paused, for the resume: one
+			// select either way, the message channel left out (nil)
+			// while paused. A message taken as a pause begins goes out
+			// first on resume.
+			in, wake := q.ch, (<-chan struct{})(*q.pause.pausing.Load())
+			if paused {
+				if wake = q.pause.waitFor(); wake == nil {
+					continue // resumed meanwhile
+				}
+				in = nil
+			}
 			select {
-			case e = <-q.ch:
+			case e = <-in:
 			default:
 				select {
-				case e = <-q.ch:
-				case <-pausing:
+				case e = <-in:
+				case <-wake:
 					continue
 				case <-ctx.Done():
 					return nil, ctx.Err()
