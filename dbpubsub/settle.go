@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/batch"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -362,7 +364,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	done := make(map[idToken]bool, n)
 	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.StatementTimeout)
 	defer cancel()
-	err := func() error {
+	err := retryDeadlock(func() error {
 		rows, err := ps.sqldb.QueryContext(ctx, stmt, ids, tokens, statuses, delays, reasons)
 		if err != nil {
 			return err
@@ -376,7 +378,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 			done[k] = true
 		}
 		return rows.Err()
-	}()
+	})
 	for _, r := range batch {
 		var rerr error
 		switch {
@@ -396,4 +398,23 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 		ps.end() // the call ackAsync began
 	}
+}
+
+// settleDeadlockTries is how many times execSettle runs its statement when
+// PostgreSQL aborts it to break a deadlock.
+const settleDeadlockTries = 3
+
+// retryDeadlock runs stmt, again when PostgreSQL aborted it to break a
+// deadlock (SQLSTATE 40P01: it wrote nothing), up to settleDeadlockTries
+// times. A settle statement can run again: it settles only the rows still
+// leased to their deliveries.
+func retryDeadlock(stmt func() error) error {
+	var err error
+	for range settleDeadlockTries {
+		var pgErr *pgconn.PgError
+		if err = stmt(); !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+			return err
+		}
+	}
+	return err
 }
