@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -433,6 +434,8 @@ type enqGroup struct {
 	mu      sync.Mutex
 	queue   []*enqReq
 	leaders int // statements being prepared or in flight
+	calls   int // grouped calls inside insert: queued, leading or awaiting an outcome
+	peers   int // calls when the last statement ended: the leader's gathering target
 }
 
 // insert adds r's rows to the topic, sharing a statement with concurrent
@@ -453,6 +456,8 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 	}
 	g := &t.enq
 	g.mu.Lock()
+	g.calls++
+	defer g.left()
 	if g.leaders < enqueueStatements {
 		g.leaders++
 		g.mu.Unlock()
@@ -504,6 +509,7 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		t.enq.handOff()
 		return ps.closedErr(err)
 	}
+	t.enq.gather(ctx)
 	group := t.enq.take(r)
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
 	rt, err := t.insertRows(sctx, conn, group)
@@ -532,6 +538,45 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	t.enq.finish(group[1:])
 	t.enq.handOff()
 	return r.err
+}
+
+// left counts a grouped call's return from insert.
+func (g *enqGroup) left() {
+	g.mu.Lock()
+	g.calls--
+	g.mu.Unlock()
+}
+
+// enqGather bounds how long a leader waits for the calls of the last
+// statement to come back before it takes the queue (see gather).
+const enqGather = 50 * time.Microsecond
+
+// gather lets the callers of the last statement join the next one. When a
+// statement ends, its callers return to their code and most producers call
+// again at once, while the next leader is already taking the queue: without
+// a wait, concurrent producers split into two cohorts that take turns, each
+// statement holding about half of them, and each commit costing a WAL
+// flush. So a leader that finds fewer calls queued than there were calls
+// when the last statement ended yields the processor (runtime.Gosched, so
+// that the returning callers run and queue) until they are queued, for up
+// to enqGather, or until ctx ends. A lone producer (peers 1) never waits.
+// A timer is not used: the runtime sleeps at least a millisecond for a
+// shorter one when the process is otherwise idle.
+func (g *enqGroup) gather(ctx context.Context) {
+	g.mu.Lock()
+	want := g.peers - 1 // the leader is not queued
+	n := len(g.queue)
+	g.mu.Unlock()
+	if n >= want {
+		return
+	}
+	start := time.Now()
+	for n < want && ctx.Err() == nil && time.Since(start) < enqGather {
+		runtime.Gosched()
+		g.mu.Lock()
+		n = len(g.queue)
+		g.mu.Unlock()
+	}
 }
 
 // rowDependent reports whether err, the error of a statement, may come
@@ -572,10 +617,12 @@ func (g *enqGroup) take(r *enqReq) []*enqReq {
 	return group
 }
 
-// finish tells the calls of group that their outcome is known.
+// finish tells the calls of group that their outcome is known, and notes
+// how many calls are in insert at that moment (gather's target).
 func (g *enqGroup) finish(group []*enqReq) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.peers = g.calls
 	for _, q := range group {
 		q.state = enqDone
 		q.ready <- struct{}{}
