@@ -8,3 +8,6 @@ func (ps *PubSub) ListenerPID() uint32 {
 	}
 	return ps.listener.pid.Load()
 }
+
+// AnalyzeTarget is the statistics target of the PubSub's own analyses.
+const AnalyzeTarget = analyzeTarget

@@ -2,6 +2,7 @@ package dbpubsub_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -168,8 +169,9 @@ func TestLateCommitBelowFloor(t *testing.T) {
 
 // A PubSub analyzes the young message table once its claims have moved
 // 1,000 rows into it, so that PostgreSQL drops the plans it made while the
-// table was empty (see analyze.go). Autovacuum is off for the table here:
-// only the PubSub can do it.
+// table was empty (see maintenance.go), with the small statistics target
+// that is enough for that. Autovacuum is off for the table here: only the
+// PubSub can do it.
 func TestYoungTableIsAnalyzed(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -215,6 +217,26 @@ func TestYoungTableIsAnalyzed(t *testing.T) {
 			t.Fatal("the message table was not analyzed after 1,100 rows moved into it")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// A histogram of 1,100 distinct ids has target + 1 bounds: 101 with
+	// the server's default target, 11 with the PubSub's.
+	// The statistics are committed with the analysis, which the counter
+	// may show a moment before.
+	var bounds int
+	for {
+		err := db.QueryRowContext(ctx, `SELECT array_length(histogram_bounds::text::bigint[], 1) FROM pg_stats
+			WHERE schemaname = current_schema() AND tablename = 'conveyor_events' AND attname = 'id'`).Scan(&bounds)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, sql.ErrNoRows) || time.Now().After(deadline) {
+			t.Fatalf("the statistics of the analysis: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if bounds != dbpubsub.AnalyzeTarget+1 {
+		t.Errorf("the analysis left %d histogram bounds for id, want %d (statistics target %d)",
+			bounds, dbpubsub.AnalyzeTarget+1, dbpubsub.AnalyzeTarget)
 	}
 }
 
