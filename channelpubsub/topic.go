@@ -243,7 +243,7 @@ func (t *topic) RequeueDead(_ context.Context, id string) error {
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("channelpubsub: requeue %q on %s: %w", id, t.label, pubsub.ErrNotFound)
+		return fmt.Errorf("channelpubsub: requeue %q on %s: %w (%w)", id, t.label, pubsub.ErrInvalidID, pubsub.ErrNotFound)
 	}
 	es := q.takeDead(func(e *entry) bool { return e.id == n })
 	if len(es) == 0 {

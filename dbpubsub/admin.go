@@ -64,7 +64,7 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 
 // RequeueDead makes the dead message id ready again with a fresh attempt
 // count. It wraps pubsub.ErrNotFound when id is not a dead message of the
-// topic.
+// topic, and pubsub.ErrInvalidID too when id cannot be a message ID.
 func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	if err := t.check(); err != nil {
 		return err
@@ -73,7 +73,7 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	defer cancel()
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("dbpubsub: requeue %q on %s: not a message ID: %w", id, t.st.label(), pubsub.ErrNotFound)
+		return fmt.Errorf("dbpubsub: requeue %q on %s: %w (%w)", id, t.st.label(), pubsub.ErrInvalidID, pubsub.ErrNotFound)
 	}
 	count, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
 	if err != nil {

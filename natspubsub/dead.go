@@ -72,10 +72,14 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 
 // RequeueDead makes the dead message id ready again for the subscription,
 // with a fresh attempt count and the same ID. It wraps pubsub.ErrNotFound
-// when id is not dead there.
+// when id is not dead there, and pubsub.ErrInvalidID too when id cannot be
+// a message ID.
 func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 	if err := t.check(); err != nil {
 		return err
+	}
+	if !validID(id) {
+		return fmt.Errorf("natspubsub: requeue %q on %s: %w (%w)", id, t.sub.label(), pubsub.ErrInvalidID, pubsub.ErrNotFound)
 	}
 	var found *deadEntry
 	err := t.sub.scanDead(ctx, func(e deadEntry) bool {

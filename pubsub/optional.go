@@ -42,7 +42,8 @@ type DeadLetters interface {
 	// oldest death first.
 	ListDead(ctx context.Context, limit int) ([]DeadMessage, error)
 	// RequeueDead makes the dead message id ready again with a fresh
-	// attempt count. It wraps ErrNotFound when id is not dead.
+	// attempt count. It wraps ErrNotFound when id is not dead, and
+	// ErrInvalidID too when id cannot be a message ID.
 	RequeueDead(ctx context.Context, id string) error
 	// RequeueAllDead re-queues every dead message and says how many.
 	RequeueAllDead(ctx context.Context) (int, error)

@@ -235,6 +235,9 @@ func testDead(t *testing.T, h Harness) {
 	}
 
 	wantErr(t, "RequeueDead of an unknown ID", pubsub.RequeueDead(context.Background(), tp, "no-such-id"), pubsub.ErrNotFound)
+	malformed := pubsub.RequeueDead(context.Background(), tp, "no such id")
+	wantErr(t, "RequeueDead of a malformed ID", malformed, pubsub.ErrInvalidID)
+	wantErr(t, "RequeueDead of a malformed ID", malformed, pubsub.ErrNotFound)
 	if err := pubsub.RequeueDead(context.Background(), tp, id); err != nil {
 		t.Fatalf("RequeueDead: %v", err)
 	}
