@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,6 +494,7 @@ func (q *queue) listDead(limit int) []pubsub.DeadMessage {
 			Attempts:  e.attempt,
 			LastError: e.lastErr,
 			DiedAt:    e.diedAt,
+			Header:    maps.Clone(e.header),
 		})
 	}
 	return out

@@ -24,6 +24,7 @@ type eventRow struct {
 	Attempts   int        `bun:"attempts"`
 	LastError  *string    `bun:"last_error"`
 	FinishedAt *time.Time `bun:"finished_at"`
+	Headers    string     `bun:"headers"` // its text form; "" if none
 }
 
 // table is the message table for bun's ModelTableExpr.
@@ -40,7 +41,7 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 	ps := t.st.ps
 	var rows []eventRow
 	q := ps.db.NewSelect().Model(&rows).ModelTableExpr("? AS e", ps.table()).
-		Column("id", "data", "attempts", "last_error", "finished_at").
+		Column("id", "data", "attempts", "last_error", "finished_at").ColumnExpr("headers::text AS headers").
 		Where("topic = ?", t.st.name).Where("status = ?", statusDead).
 		Order("finished_at", "id")
 	if limit > 0 {
@@ -52,6 +53,9 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 	out := make([]pubsub.DeadMessage, len(rows))
 	for i, r := range rows {
 		out[i] = pubsub.DeadMessage{ID: strconv.FormatInt(r.ID, 10), Data: r.Data, Attempts: r.Attempts}
+		if r.Headers != "" {
+			out[i].Header = t.st.decodeHeader(r.ID, []byte(r.Headers))
+		}
 		if r.LastError != nil {
 			out[i].LastError = *r.LastError
 		}

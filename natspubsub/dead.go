@@ -20,8 +20,7 @@ import (
 // deadEntry is one dead message and where it is kept.
 type deadEntry struct {
 	pubsub.DeadMessage
-	header pubsub.Header
-	seq    uint64 // in the dead-letter stream
+	seq uint64 // in the dead-letter stream
 }
 
 // deadSubject is the subject of the subscription's dead messages.
@@ -45,8 +44,8 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 		if err != nil {
 			return s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
 		}
-		e := deadEntry{seq: raw.Sequence, header: headerOf(raw.Header),
-			DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID), Data: raw.Data, DiedAt: raw.Time}}
+		e := deadEntry{seq: raw.Sequence, DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID),
+			Data: raw.Data, DiedAt: raw.Time, Header: headerOf(raw.Header)}}
 		e.Attempts, _ = strconv.Atoi(raw.Header.Get(hdrAttempts))
 		e.LastError, _ = url.QueryUnescape(raw.Header.Get(hdrError))
 		if !each(e) {
@@ -107,7 +106,7 @@ func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 		}
 		return err
 	}
-	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data, e.header); err != nil {
+	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data, e.Header); err != nil {
 		return err
 	}
 	d, err := s.st.deadStream(ctx, false)

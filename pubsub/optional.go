@@ -90,6 +90,7 @@ type DeadMessage struct {
 	Attempts  int       // deliveries it had
 	LastError string    // the reason of its last failure, if one was given
 	DiedAt    time.Time // when it became dead
+	Header    Header    // its header (nil if it has none); the caller's to keep
 }
 
 // Stats counts a topic's messages by state.

@@ -252,8 +252,12 @@ func testHeaderDead(t *testing.T, h Harness) {
 	reject()
 	var id string
 	for _, d := range deadLetters(t, tp) {
+		want := pubsub.Header(nil)
 		if string(d.Data) == "one" {
-			id = d.ID
+			id, want = d.ID, hdr
+		}
+		if !maps.Equal(d.Header, want) || (want == nil) != (d.Header == nil) {
+			t.Fatalf("ListDead: %q has header %v, want %v", d.Data, d.Header, want)
 		}
 	}
 	if err := pubsub.RequeueDead(ctx, tp, id); err != nil {
