@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -555,8 +554,7 @@ type metaCtx struct {
 	context.Context
 	md Metadata
 
-	firstTaken atomic.Bool // first is in use
-	first      claimScope
+	first claimScope // in use once first.svc is set, under first.mu
 }
 
 // metaCtxKey is the key under which a metaCtx holds itself.
@@ -576,11 +574,16 @@ func (c *metaCtx) Value(key any) any {
 // context derived from c: c's own the first time, a new one after (a
 // second listener, or middleware calling its next twice).
 func (c *metaCtx) claimScope(ctx context.Context, s *Service, l *listener, eventID string) *claimScope {
-	if !c.firstTaken.CompareAndSwap(false, true) {
+	sc := &c.first
+	sc.mu.Lock()
+	taken := sc.svc != nil
+	if !taken {
+		sc.Context, sc.svc, sc.l, sc.eventID = ctx, s, l, eventID
+	}
+	sc.mu.Unlock()
+	if taken {
 		return &claimScope{Context: ctx, svc: s, l: l, eventID: eventID}
 	}
-	sc := &c.first
-	sc.Context, sc.svc, sc.l, sc.eventID = ctx, s, l, eventID
 	return sc
 }
 
