@@ -78,6 +78,9 @@ func (e *entry) lastErr() string {
 
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
 
+// AppendID appends m.ID() to b (backend.IDAppender).
+func (m *message) AppendID(b []byte) []byte { return strconv.AppendUint(b, m.e.id, 10) }
+
 // deliver leases e to a consumer and returns that delivery, or nil if e
 // was cancelled (Cancel) while in the channel.
 func (e *entry) deliver() *message {
@@ -159,8 +162,9 @@ type message struct {
 }
 
 var (
-	_ backend.Message = (*message)(nil)
-	_ pubsub.Headerer = (*message)(nil)
+	_ backend.Message    = (*message)(nil)
+	_ backend.IDAppender = (*message)(nil)
+	_ pubsub.Headerer    = (*message)(nil)
 )
 
 func (m *message) ID() string            { return m.e.ID() }

@@ -25,8 +25,15 @@ import (
 // string, number or boolean (null means absent, as for every attribute).
 // Anything else wraps ErrMalformed with the reason.
 func Decode(data []byte) (Envelope, error) {
+	env, _, err := decode(data, nil)
+	return env, err
+}
+
+// decode is Decode that also returns extra as a string, made in the same
+// allocation as the envelope's string attributes (a Service's message id).
+func decode(data, extra []byte) (Envelope, string, error) {
 	var env Envelope
-	var strs [attrDataSchema + 1][]byte // the string attributes' values, unquoted
+	var strs [numStrings][]byte // the string attributes' values, unquoted, then extra
 	var dataBase64 []byte
 	var seen uint16                 // the attributes met, a bit each
 	var seenExt map[string]struct{} // the other members met, made for the first
@@ -69,52 +76,53 @@ func Decode(data []byte) (Envelope, error) {
 		return nil
 	})
 	if err != nil {
-		return Envelope{}, err
+		return Envelope{}, "", err
 	}
-	setStrings(&env, &strs)
+	strs[strExtra] = extra
+	extraStr := setStrings(&env, &strs)
 
 	switch {
 	case env.SpecVersion != SpecVersion && extErr != nil:
-		return Envelope{}, malformed("specversion %q, want %q; and %v", env.SpecVersion, SpecVersion, extErr)
+		return Envelope{}, "", malformed("specversion %q, want %q; and %v", env.SpecVersion, SpecVersion, extErr)
 	case env.SpecVersion != SpecVersion:
-		return Envelope{}, malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
+		return Envelope{}, "", malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
 	case extErr != nil:
-		return Envelope{}, malformed("%v", extErr)
+		return Envelope{}, "", malformed("%v", extErr)
 	case env.ID == "":
-		return Envelope{}, malformed("empty id")
+		return Envelope{}, "", malformed("empty id")
 	case env.Source == "":
-		return Envelope{}, malformed("event %s: empty source", env.ID)
+		return Envelope{}, "", malformed("event %s: empty source", env.ID)
 	case !isJSONContentType(env.DataContentType):
-		return Envelope{}, malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
+		return Envelope{}, "", malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
 	}
 	if err := env.Type.Validate(); err != nil {
-		return Envelope{}, malformed("event %s: %v", env.ID, err)
+		return Envelope{}, "", malformed("event %s: %v", env.ID, err)
 	}
 	if err := checkURIRef(env.Source); err != nil {
-		return Envelope{}, malformed("event %s: source %v", env.ID, err)
+		return Envelope{}, "", malformed("event %s: source %v", env.ID, err)
 	}
 	if env.DataSchema != "" {
 		if err := checkURI(env.DataSchema); err != nil {
-			return Envelope{}, malformed("event %s: dataschema %v", env.ID, err)
+			return Envelope{}, "", malformed("event %s: dataschema %v", env.ID, err)
 		}
 	}
 	if dataBase64 != nil {
 		if env.Data != nil {
-			return Envelope{}, malformed("event %s: both data and data_base64", env.ID)
+			return Envelope{}, "", malformed("event %s: both data and data_base64", env.ID)
 		}
 		b := make([]byte, base64.StdEncoding.DecodedLen(len(dataBase64)))
 		n, err := base64.StdEncoding.Decode(b, dataBase64)
 		if err != nil {
-			return Envelope{}, malformed("event %s: data_base64 is not base64: %v", env.ID, err)
+			return Envelope{}, "", malformed("event %s: data_base64 is not base64: %v", env.ID, err)
 		}
 		if b = b[:n]; len(b) > 0 { // no bytes: no data
 			if !validJSON(b) {
-				return Envelope{}, malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
+				return Envelope{}, "", malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
 			}
 			env.Data = b
 		}
 	}
-	return env, nil
+	return env, extraStr, nil
 }
 
 // The members of the JSON format that Decode reads itself, by their bit
@@ -130,6 +138,12 @@ const (
 	attrTime
 	attrData
 	attrDataBase64
+)
+
+// The strings setStrings makes: the string attributes, then decode's extra.
+const (
+	strExtra   = attrDataSchema + 1
+	numStrings = strExtra + 1
 )
 
 // attrIndex returns the index of the member name among those Decode reads
@@ -161,8 +175,9 @@ func attrIndex(name []byte) int {
 }
 
 // setStrings sets the string attributes of env from their unquoted
-// values, all held by one new string.
-func setStrings(env *Envelope, strs *[attrDataSchema + 1][]byte) {
+// values, all held by one new string, and returns strs[strExtra] as a
+// string too, from the same one.
+func setStrings(env *Envelope, strs *[numStrings][]byte) string {
 	var sb strings.Builder
 	n := 0
 	for _, s := range strs {
@@ -188,6 +203,7 @@ func setStrings(env *Envelope, strs *[attrDataSchema + 1][]byte) {
 	env.Subject = field(attrSubject)
 	env.DataContentType = field(attrDataContentType)
 	env.DataSchema = field(attrDataSchema)
+	return field(strExtra)
 }
 
 // extension reads the member name of value v, which is no CloudEvents
