@@ -38,7 +38,7 @@ func decode(data, extra []byte) (Envelope, string, error) {
 	var seen uint16                 // the attributes met, a bit each
 	var seenExt map[string]struct{} // the other members met, made for the first
 	var extErr error                // the first bad extension, reported with specversion: JSON of another kind is told as such first
-	err := members(data, func(name, v []byte) error {
+	err := members(data, func(name, v []byte, plain bool) error {
 		a := attrIndex(name)
 		if a < 0 {
 			n := string(name)
@@ -59,7 +59,7 @@ func decode(data, extra []byte) (Envelope, string, error) {
 			env.Data = bytes.Clone(v) // "null" included: an explicit null is not absent data
 			return nil
 		}
-		s, ok, err := stringMember(name, v)
+		s, ok, err := stringMember(name, v, plain)
 		if err != nil || !ok { // !ok: null, absent
 			return err
 		}
@@ -239,13 +239,17 @@ func isAttribute(name string) bool {
 }
 
 // stringMember returns the string value v of the member name, unquoted,
-// ok false for null. v is valid JSON.
-func stringMember(name, v []byte) (s []byte, ok bool, err error) {
+// ok false for null. v is valid JSON; plain says it is a string of ASCII
+// without escapes (see members), its bytes between the quotes its value.
+func stringMember(name, v []byte, plain bool) (s []byte, ok bool, err error) {
 	if string(v) == "null" {
 		return nil, false, nil
 	}
 	if v[0] != '"' {
 		return nil, false, malformed("%s is %s, want a string", name, describeJSON(v))
+	}
+	if plain {
+		return v[1 : len(v)-1], true, nil
 	}
 	return unquote(v), true, nil
 }
@@ -264,12 +268,14 @@ func unquote(v []byte) []byte {
 }
 
 // members calls f with the name (unquoted, see unquote) and the value of
-// each member of the JSON object in b, in order, until f returns an error.
+// each member of the JSON object in b, in order, until f returns an error;
+// plain says that the value is a string of ASCII without escapes (see
+// scanString), whose bytes between the quotes are its value.
 // It reads b once and validates all of it, as json.Valid does: when b is
 // not JSON, the error (wrapping ErrMalformed) says so as encoding/json
 // describes it, even if f failed on a member before; when b is JSON but
 // not an object, it says that; else it is f's error.
-func members(b []byte, f func(name, v []byte) error) error {
+func members(b []byte, f func(name, v []byte, plain bool) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if !validJSON(b) {
@@ -297,11 +303,17 @@ func members(b []byte, f func(name, v []byte) error) error {
 			return notJSON(b)
 		}
 		i = skipSpace(b, i+1)
-		if end, ok = validValue(b, i, 1); !ok {
+		plain = false
+		if i < len(b) && b[i] == '"' { // a string: scanned once, for its end and whether it is plain
+			end, plain, ok = scanString(b, i)
+		} else {
+			end, ok = validValue(b, i, 1)
+		}
+		if !ok {
 			return notJSON(b)
 		}
 		if ferr == nil {
-			ferr = f(name, b[i:end])
+			ferr = f(name, b[i:end], plain)
 		}
 		if i = skipSpace(b, end); i >= len(b) {
 			return notJSON(b)
