@@ -155,17 +155,17 @@ func (e *entry) info() (pubsub.MessageInfo, bool) {
 	}
 	info := pubsub.MessageInfo{
 		ID: e.ID(), State: st, Attempts: e.attempt, CreatedAt: time.Unix(0, e.created),
-		LastError: e.lastErr, Size: len(e.data), Preview: pubsub.PreviewOf(e.data), Header: e.header,
+		LastError: e.lastErr(), Size: len(e.data), Preview: pubsub.PreviewOf(e.data), Header: e.header,
 	}
 	switch e.state {
 	case stReady:
 		info.RunAt = info.CreatedAt
 	case stScheduled:
-		info.RunAt = e.due
+		info.RunAt = e.cold.due
 	case stProcessing:
 		info.RunAt = time.Unix(0, e.leaseUntil.Load())
 	case stDead:
-		info.RunAt = e.diedAt
+		info.RunAt = e.cold.diedAt
 	}
 	return info, true
 }
@@ -290,8 +290,8 @@ func (t *topic) Cancel(_ context.Context, id string) error {
 	case stReady:
 		q.ready.remove(e)
 	case stScheduled:
-		if e.timer != nil {
-			e.timer.Stop()
+		if e.cold.timer != nil { // scheduled: cold is made
+			e.cold.timer.Stop()
 		}
 		q.mu.Lock()
 		delete(q.scheduled, e)

@@ -42,16 +42,44 @@ type entry struct {
 	mu      sync.Mutex
 	state   state
 	attempt int
-	token   uint64      // which delivery holds the lease
-	timer   *time.Timer // the wait while scheduled
-	due     time.Time   // when it is due, while scheduled
-	lastErr string
-	diedAt  time.Time
+	token   uint64 // which delivery holds the lease
+	// cold holds what only a delayed, failed or dead message needs, made
+	// when it first does (see coldPart): an entry that is acked on its
+	// first delivery is smaller without it. Set under mu, never unset.
+	cold *entryCold
 
 	first message // the first delivery, allocated with the entry
 }
 
+// entryCold is the part of an entry that most messages never use.
+type entryCold struct {
+	timer   *time.Timer // the wait while scheduled
+	due     time.Time   // when it is due, while scheduled
+	lastErr string
+	diedAt  time.Time
+}
+
+// coldPart returns e.cold, made if need be. Called with e.mu held.
+func (e *entry) coldPart() *entryCold {
+	if e.cold == nil {
+		e.cold = new(entryCold)
+	}
+	return e.cold
+}
+
+// lastErr is the reason of e's last failure, if any. Called with e.mu held,
+// or on a dead entry with q.mu held (see bury).
+func (e *entry) lastErr() string {
+	if e.cold == nil {
+		return ""
+	}
+	return e.cold.lastErr
+}
+
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
+
+// AppendID appends m.ID() to b (backend.IDAppender).
+func (m *message) AppendID(b []byte) []byte { return strconv.AppendUint(b, m.e.id, 10) }
 
 // deliver leases e to a consumer and returns that delivery, or nil if e
 // was cancelled (Cancel) while in the channel.
@@ -119,8 +147,8 @@ func (e *entry) expire(token uint64, now int64) {
 
 func (e *entry) stopTimer() {
 	e.mu.Lock()
-	if e.timer != nil {
-		e.timer.Stop()
+	if e.cold != nil && e.cold.timer != nil {
+		e.cold.timer.Stop()
 	}
 	e.mu.Unlock()
 }
@@ -134,8 +162,9 @@ type message struct {
 }
 
 var (
-	_ backend.Message = (*message)(nil)
-	_ pubsub.Headerer = (*message)(nil)
+	_ backend.Message    = (*message)(nil)
+	_ backend.IDAppender = (*message)(nil)
+	_ pubsub.Headerer    = (*message)(nil)
 )
 
 func (m *message) ID() string            { return m.e.ID() }
@@ -160,10 +189,10 @@ func (m *message) Fail(_ context.Context, reason error) error {
 	return m.settle("nack", false, func(e *entry) {
 		f := backend.Fail(e.q.ps.opts.Retry, e.attempt, reason)
 		if f.Reason != "" {
-			e.lastErr = f.Reason
+			e.coldPart().lastErr = f.Reason
 		}
 		if f.Dead {
-			e.q.bury(e, e.lastErr)
+			e.q.bury(e, e.lastErr())
 			return
 		}
 		e.q.schedule(e, f.Backoff)

@@ -156,14 +156,15 @@ func (q *queue) pushAll(es []*entry) {
 // schedule makes e ready after delay. Called with e.mu held.
 func (q *queue) schedule(e *entry, delay time.Duration) {
 	e.state = stScheduled
-	e.due = time.Now().Add(delay)
+	c := e.coldPart()
+	c.due = time.Now().Add(delay)
 	q.mu.Lock()
 	q.scheduled[e] = struct{}{}
 	q.mu.Unlock()
-	if e.timer == nil {
-		e.timer = time.AfterFunc(delay, e.fire)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(delay, e.fire)
 	} else {
-		e.timer.Reset(delay)
+		c.timer.Reset(delay)
 	}
 }
 
@@ -454,8 +455,9 @@ func (q *queue) countInflight() int64 {
 // bury records e as dead. Called with e.mu held, e no longer in flight.
 func (q *queue) bury(e *entry, reason string) {
 	e.state = stDead
-	e.lastErr = reason
-	e.diedAt = time.Now()
+	c := e.coldPart()
+	c.lastErr = reason
+	c.diedAt = time.Now()
 	q.mu.Lock()
 	q.dead = append(q.dead, e)
 	q.mu.Unlock()
@@ -467,7 +469,7 @@ func (q *queue) pruneDead(cutoff time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := 0
-	for n < len(q.dead) && q.dead[n].diedAt.Before(cutoff) {
+	for n < len(q.dead) && q.dead[n].cold.diedAt.Before(cutoff) {
 		if e := q.dead[n]; e.key != "" && q.keys[e.key] == e {
 			delete(q.keys, e.key)
 		}
@@ -492,8 +494,8 @@ func (q *queue) listDead(limit int) []pubsub.DeadMessage {
 			ID:        e.ID(),
 			Data:      append([]byte{}, e.data...),
 			Attempts:  e.attempt,
-			LastError: e.lastErr,
-			DiedAt:    e.diedAt,
+			LastError: e.cold.lastErr,
+			DiedAt:    e.cold.diedAt,
 			Header:    maps.Clone(e.header),
 		})
 	}
@@ -522,7 +524,9 @@ func (q *queue) requeue(es []*entry) {
 	for _, e := range es {
 		e.mu.Lock()
 		e.attempt = 0
-		e.lastErr = ""
+		if e.cold != nil {
+			e.cold.lastErr = ""
+		}
 		e.state = stReady
 		e.mu.Unlock()
 		q.push(e)

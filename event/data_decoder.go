@@ -29,23 +29,31 @@ var dataDecoders = sync.Pool{New: func() any {
 }}
 
 // unmarshalData does json.Unmarshal(data, v), for a v whose decoding keeps
-// no slice of the bytes it reads (see keepsInput): the decoder's buffer
-// holds the bytes, and the next event's overwrite them.
+// no slice of the bytes it reads (see keepsInput) and that the caller drops
+// when it fails (a listener's new event): its result and its error are
+// json.Unmarshal's, but a v that failed may hold other parts of the data
+// than json.Unmarshal would have left in it. The decoder's buffer holds
+// the bytes, and the next event's overwrite them.
 //
 // A json.Decoder reads one value of a stream, where Unmarshal wants its
-// input to be exactly one: data is handed to the decoder only when it is
-// one valid JSON value (validJSON, which agrees with json.Valid), without
-// the white space around it, which the decoder would keep for the next
-// event. Anything else goes to json.Unmarshal, for its error.
+// input to be exactly one. The decoder gets data without the white space
+// around it, which it would keep for the next event; it validates the
+// value it reads before decoding it, as Unmarshal does, so that data that
+// is not JSON leaves v untouched. When it fails, or reads less than all of
+// data (a value followed by more), json.Unmarshal decodes data again, for
+// its error (and its result, were there one), and the decoder, in whatever
+// state that left it, goes to the garbage collector. Data is not
+// validated beforehand: the decoder's own pass is the check.
 func unmarshalData(data []byte, v any) error {
 	value := trimJSONSpace(data)
-	if len(value) > maxPooledData || !validJSON(value) {
+	if len(value) > maxPooledData {
 		return json.Unmarshal(data, v)
 	}
 	d := dataDecoders.Get().(*dataDecoder)
 	d.r.Reset(value)
-	if err := d.dec.Decode(v); err != nil {
-		return err // d is left to the garbage collector, whatever state the error left it in
+	start := d.dec.InputOffset()
+	if err := d.dec.Decode(v); err != nil || d.dec.InputOffset()-start != int64(len(value)) {
+		return json.Unmarshal(data, v)
 	}
 	d.r.Reset(nil)
 	dataDecoders.Put(d)

@@ -25,13 +25,20 @@ import (
 // string, number or boolean (null means absent, as for every attribute).
 // Anything else wraps ErrMalformed with the reason.
 func Decode(data []byte) (Envelope, error) {
+	env, _, err := decode(data, nil)
+	return env, err
+}
+
+// decode is Decode that also returns extra as a string, made in the same
+// allocation as the envelope's string attributes (a Service's message id).
+func decode(data, extra []byte) (Envelope, string, error) {
 	var env Envelope
-	var strs [attrDataSchema + 1][]byte // the string attributes' values, unquoted
+	var strs [numStrings][]byte // the string attributes' values, unquoted, then extra
 	var dataBase64 []byte
 	var seen uint16                 // the attributes met, a bit each
 	var seenExt map[string]struct{} // the other members met, made for the first
 	var extErr error                // the first bad extension, reported with specversion: JSON of another kind is told as such first
-	err := members(data, func(name, v []byte) error {
+	err := members(data, func(name, v []byte, plain bool) error {
 		a := attrIndex(name)
 		if a < 0 {
 			n := string(name)
@@ -52,7 +59,7 @@ func Decode(data []byte) (Envelope, error) {
 			env.Data = bytes.Clone(v) // "null" included: an explicit null is not absent data
 			return nil
 		}
-		s, ok, err := stringMember(name, v)
+		s, ok, err := stringMember(name, v, plain)
 		if err != nil || !ok { // !ok: null, absent
 			return err
 		}
@@ -69,52 +76,53 @@ func Decode(data []byte) (Envelope, error) {
 		return nil
 	})
 	if err != nil {
-		return Envelope{}, err
+		return Envelope{}, "", err
 	}
-	setStrings(&env, &strs)
+	strs[strExtra] = extra
+	extraStr := setStrings(&env, &strs)
 
 	switch {
 	case env.SpecVersion != SpecVersion && extErr != nil:
-		return Envelope{}, malformed("specversion %q, want %q; and %v", env.SpecVersion, SpecVersion, extErr)
+		return Envelope{}, "", malformed("specversion %q, want %q; and %v", env.SpecVersion, SpecVersion, extErr)
 	case env.SpecVersion != SpecVersion:
-		return Envelope{}, malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
+		return Envelope{}, "", malformed("specversion %q, want %q", env.SpecVersion, SpecVersion)
 	case extErr != nil:
-		return Envelope{}, malformed("%v", extErr)
+		return Envelope{}, "", malformed("%v", extErr)
 	case env.ID == "":
-		return Envelope{}, malformed("empty id")
+		return Envelope{}, "", malformed("empty id")
 	case env.Source == "":
-		return Envelope{}, malformed("event %s: empty source", env.ID)
+		return Envelope{}, "", malformed("event %s: empty source", env.ID)
 	case !isJSONContentType(env.DataContentType):
-		return Envelope{}, malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
+		return Envelope{}, "", malformed("event %s: datacontenttype %q is not JSON", env.ID, env.DataContentType)
 	}
 	if err := env.Type.Validate(); err != nil {
-		return Envelope{}, malformed("event %s: %v", env.ID, err)
+		return Envelope{}, "", malformed("event %s: %v", env.ID, err)
 	}
 	if err := checkURIRef(env.Source); err != nil {
-		return Envelope{}, malformed("event %s: source %v", env.ID, err)
+		return Envelope{}, "", malformed("event %s: source %v", env.ID, err)
 	}
 	if env.DataSchema != "" {
 		if err := checkURI(env.DataSchema); err != nil {
-			return Envelope{}, malformed("event %s: dataschema %v", env.ID, err)
+			return Envelope{}, "", malformed("event %s: dataschema %v", env.ID, err)
 		}
 	}
 	if dataBase64 != nil {
 		if env.Data != nil {
-			return Envelope{}, malformed("event %s: both data and data_base64", env.ID)
+			return Envelope{}, "", malformed("event %s: both data and data_base64", env.ID)
 		}
 		b := make([]byte, base64.StdEncoding.DecodedLen(len(dataBase64)))
 		n, err := base64.StdEncoding.Decode(b, dataBase64)
 		if err != nil {
-			return Envelope{}, malformed("event %s: data_base64 is not base64: %v", env.ID, err)
+			return Envelope{}, "", malformed("event %s: data_base64 is not base64: %v", env.ID, err)
 		}
 		if b = b[:n]; len(b) > 0 { // no bytes: no data
 			if !validJSON(b) {
-				return Envelope{}, malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
+				return Envelope{}, "", malformed("event %s: data_base64 does not hold JSON, as datacontenttype %q says it must", env.ID, env.DataContentType)
 			}
 			env.Data = b
 		}
 	}
-	return env, nil
+	return env, extraStr, nil
 }
 
 // The members of the JSON format that Decode reads itself, by their bit
@@ -130,6 +138,12 @@ const (
 	attrTime
 	attrData
 	attrDataBase64
+)
+
+// The strings setStrings makes: the string attributes, then decode's extra.
+const (
+	strExtra   = attrDataSchema + 1
+	numStrings = strExtra + 1
 )
 
 // attrIndex returns the index of the member name among those Decode reads
@@ -161,8 +175,9 @@ func attrIndex(name []byte) int {
 }
 
 // setStrings sets the string attributes of env from their unquoted
-// values, all held by one new string.
-func setStrings(env *Envelope, strs *[attrDataSchema + 1][]byte) {
+// values, all held by one new string, and returns strs[strExtra] as a
+// string too, from the same one.
+func setStrings(env *Envelope, strs *[numStrings][]byte) string {
 	var sb strings.Builder
 	n := 0
 	for _, s := range strs {
@@ -188,6 +203,7 @@ func setStrings(env *Envelope, strs *[attrDataSchema + 1][]byte) {
 	env.Subject = field(attrSubject)
 	env.DataContentType = field(attrDataContentType)
 	env.DataSchema = field(attrDataSchema)
+	return field(strExtra)
 }
 
 // extension reads the member name of value v, which is no CloudEvents
@@ -223,13 +239,17 @@ func isAttribute(name string) bool {
 }
 
 // stringMember returns the string value v of the member name, unquoted,
-// ok false for null. v is valid JSON.
-func stringMember(name, v []byte) (s []byte, ok bool, err error) {
+// ok false for null. v is valid JSON; plain says it is a string of ASCII
+// without escapes (see members), its bytes between the quotes its value.
+func stringMember(name, v []byte, plain bool) (s []byte, ok bool, err error) {
 	if string(v) == "null" {
 		return nil, false, nil
 	}
 	if v[0] != '"' {
 		return nil, false, malformed("%s is %s, want a string", name, describeJSON(v))
+	}
+	if plain {
+		return v[1 : len(v)-1], true, nil
 	}
 	return unquote(v), true, nil
 }
@@ -248,12 +268,14 @@ func unquote(v []byte) []byte {
 }
 
 // members calls f with the name (unquoted, see unquote) and the value of
-// each member of the JSON object in b, in order, until f returns an error.
+// each member of the JSON object in b, in order, until f returns an error;
+// plain says that the value is a string of ASCII without escapes (see
+// scanString), whose bytes between the quotes are its value.
 // It reads b once and validates all of it, as json.Valid does: when b is
 // not JSON, the error (wrapping ErrMalformed) says so as encoding/json
 // describes it, even if f failed on a member before; when b is JSON but
 // not an object, it says that; else it is f's error.
-func members(b []byte, f func(name, v []byte) error) error {
+func members(b []byte, f func(name, v []byte, plain bool) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if !validJSON(b) {
@@ -281,11 +303,17 @@ func members(b []byte, f func(name, v []byte) error) error {
 			return notJSON(b)
 		}
 		i = skipSpace(b, i+1)
-		if end, ok = validValue(b, i, 1); !ok {
+		plain = false
+		if i < len(b) && b[i] == '"' { // a string: scanned once, for its end and whether it is plain
+			end, plain, ok = scanString(b, i)
+		} else {
+			end, ok = validValue(b, i, 1)
+		}
+		if !ok {
 			return notJSON(b)
 		}
 		if ferr == nil {
-			ferr = f(name, b[i:end])
+			ferr = f(name, b[i:end], plain)
 		}
 		if i = skipSpace(b, end); i >= len(b) {
 			return notJSON(b)

@@ -26,6 +26,46 @@ func TestNewID(t *testing.T) {
 	}
 }
 
+// TestEncodeIDs checks the ids Encode makes from its buffered random
+// bytes: fresh version 4 UUIDs, across the refills of the buffer, from
+// several goroutines at once.
+func TestEncodeIDs(t *testing.T) {
+	const goroutines, each = 4, 500
+	ids := make(chan string, goroutines*each)
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			for range each {
+				b, err := event.Encode(OrderPlaced{ID: 1})
+				if err != nil {
+					errs <- err
+					return
+				}
+				env, err := event.Decode(b)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- env.ID
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if !uuidV4.MatchString(id) || seen[id] {
+			t.Fatalf("Encode made the id %q: want a fresh version 4 UUID", id)
+		}
+		seen[id] = true
+	}
+}
+
 func TestEncodeWireForm(t *testing.T) {
 	at := time.Date(2026, 1, 2, 15, 4, 5, 123456789, time.UTC)
 	b, err := event.Encode(OrderPlaced{ID: 42, Email: "a@example.com"},

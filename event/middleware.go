@@ -56,7 +56,7 @@ func attrs(d Delivery) []any {
 func Logging(l *slog.Logger) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, d Delivery) error {
-			start := time.Now()
+			start := monoNow()
 			err := next(ctx, d)
 			level, msg := slog.LevelDebug, "event: handled"
 			switch {
@@ -69,7 +69,7 @@ func Logging(l *slog.Logger) Middleware {
 			if !l.Enabled(ctx, level) {
 				return err
 			}
-			args := append(attrs(d), slog.Duration("took", time.Since(start)))
+			args := append(attrs(d), slog.Duration("took", monoNow()-start))
 			if err != nil {
 				args = append(args, slog.Any("error", err))
 			}
@@ -78,6 +78,14 @@ func Logging(l *slog.Logger) Middleware {
 		}
 	}
 }
+
+// monoEpoch is the origin of monoNow.
+var monoEpoch = time.Now()
+
+// monoNow reads the monotonic clock only, as a time since monoEpoch: what
+// measuring a duration needs, at about half the cost of time.Now, which
+// reads the wall clock too.
+func monoNow() time.Duration { return time.Since(monoEpoch) }
 
 // Recover turns a panic in next into an error wrapping ErrPanic (so the
 // message is retried like any failure) and logs the panic's value and stack

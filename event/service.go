@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/di"
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -426,6 +427,7 @@ func (s *Service) fail(err error) {
 func (s *Service) work(dqctx context.Context) {
 	defer s.wg.Done()
 	var wait time.Duration
+	idBuf := make([]byte, 0, 24) // see process
 	for dqctx.Err() == nil {
 		m, err := s.topic.Dequeue(dqctx)
 		if err != nil {
@@ -448,14 +450,29 @@ func (s *Service) work(dqctx context.Context) {
 			continue
 		}
 		wait = 0
-		s.process(m)
+		s.process(m, &idBuf)
 	}
 }
 
-// process handles one message and settles it.
-func (s *Service) process(m pubsub.Message) {
-	md := Metadata{Topic: s.topicName, Subscription: s.subName, MessageID: m.ID(), Attempt: pubsub.Attempt(m)}
-	env, err := Decode(m.Data())
+// process handles one message and settles it. idBuf is its worker's
+// buffer for the message's id.
+func (s *Service) process(m pubsub.Message, idBuf *[]byte) {
+	md := Metadata{Topic: s.topicName, Subscription: s.subName, Attempt: pubsub.Attempt(m)}
+	// A message that can write its id gets it in the string decode makes
+	// for the envelope's attributes, instead of one of its own. The
+	// worker's buffer is written here only: decode copies what it keeps.
+	var id []byte
+	ida, appends := m.(backend.IDAppender)
+	if appends {
+		id = ida.AppendID((*idBuf)[:0])
+		*idBuf = id
+	}
+	env, mid, err := decode(m.Data(), id)
+	if appends && err == nil {
+		md.MessageID = mid
+	} else {
+		md.MessageID = m.ID()
+	}
 	if err != nil {
 		err = Permanent(fmt.Errorf("event: message %s on topic %q: %w", md.MessageID, s.topicName, err))
 		s.log.Error("event: undecodable message, the message is dead",

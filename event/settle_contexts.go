@@ -28,7 +28,7 @@ type settleContext struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	deadline time.Time
-	until    time.Time // handed out before until only
+	until    time.Duration // handed out before until only, by monoNow
 }
 
 // newSettleContexts returns contexts that carry the values of parent but
@@ -39,15 +39,16 @@ func newSettleContexts(parent context.Context) *settleContexts {
 
 // get returns a context that ends no sooner than settleTimeout from now.
 func (s *settleContexts) get() context.Context {
-	now := time.Now()
-	if c := s.cur.Load(); c != nil && now.Before(c.until) {
+	mono := monoNow() // the monotonic clock alone: the fast path needs no more
+	if c := s.cur.Load(); c != nil && mono < c.until {
 		return c.ctx
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.cur.Load(); c != nil && now.Before(c.until) {
+	if c := s.cur.Load(); c != nil && mono < c.until {
 		return c.ctx // renewed meanwhile
 	}
+	now := time.Now() // read after mono: the context ends settleTimeout after both
 	kept := s.cancels[:0]
 	for _, c := range s.cancels {
 		if now.After(c.deadline) {
@@ -57,7 +58,7 @@ func (s *settleContexts) get() context.Context {
 		}
 	}
 	s.cancels = kept
-	c := settleContext{deadline: now.Add(settleTimeout + settleSlack), until: now.Add(settleSlack)}
+	c := settleContext{deadline: now.Add(settleTimeout + settleSlack), until: mono + settleSlack}
 	c.ctx, c.cancel = context.WithDeadline(s.parent, c.deadline)
 	s.cancels = append(s.cancels, c)
 	s.cur.Store(&c)

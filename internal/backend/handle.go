@@ -107,6 +107,13 @@ type OwnedEnqueuer interface {
 	EnqueueOwned(ctx context.Context, data []byte) error
 }
 
+// IDAppender is a message that can write its ID (pubsub.Message.ID) into
+// a buffer instead of a new string: the event package's Service keeps it
+// in the one string it makes for the event's attributes.
+type IDAppender interface {
+	AppendID(b []byte) []byte
+}
+
 // Message is a delivery with every optional ability of package pubsub.
 type Message interface {
 	pubsub.Message
