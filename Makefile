@@ -5,7 +5,7 @@ GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 # (NATS JetStream).
 BACKEND ?= mem
 
-.PHONY: run test lint fmt-check vet bench bench-nats bench-micro fuzz check-go
+.PHONY: run test packages lint fmt-check vet bench bench-nats bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS)
 # Ctrl-C stops it cleanly. Its settings are environment variables
@@ -43,7 +43,7 @@ endif
 # go test -json goes through internal/testprogress: a line per package as it
 # finishes, the packages still running after 20 s of quiet, the full output of
 # failing tests. With pipefail the recipe's status is go test's.
-test: lint
+test: lint packages
 	@set -o pipefail; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-test.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/testprogress" ./internal/testprogress || exit; \
 	echo "go test -race ./... (against PostgreSQL and NATS)"; \
@@ -52,6 +52,11 @@ test: lint
 	(cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh $(GO) test -json -count=1 -timeout 5m ./...) | "$$dir/testprogress" || exit; \
 	echo "go test -race ./... in interop/ (against the CloudEvents SDK)"; \
 	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
+
+## packages: the Debian packages the tests need (PostgreSQL's binaries, nats-server,
+## chromium), installed with apt-get when missing (scripts/install-packages.sh)
+packages:
+	@scripts/install-packages.sh
 
 ## lint: gofmt check and go vet
 lint: fmt-check vet

@@ -40,7 +40,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Fatal("no Chromium: install it (Debian/Ubuntu: apt-get install chromium; .ci/run does) or set CHROMIUM to its path")
+	t.Fatal("no Chromium: install it (Debian/Ubuntu: apt-get install chromium; make test does) or set CHROMIUM to its path")
 	return ""
 }
 
