@@ -185,7 +185,7 @@ func peekDead(c *opsCall, t pubsub.Topic, limit int) (pubsub.PeekPage, error) {
 	var page pubsub.PeekPage
 	for _, d := range dead {
 		page.Messages = append(page.Messages, pubsub.MessageInfo{ID: d.ID, State: pubsub.StateDead, Attempts: d.Attempts,
-			RunAt: d.DiedAt, LastError: d.LastError, Size: len(d.Data), Preview: pubsub.PreviewOf(d.Data)})
+			RunAt: d.DiedAt, LastError: d.LastError, Size: len(d.Data), Preview: pubsub.PreviewOf(d.Data), Header: d.Header})
 	}
 	return page, nil
 }

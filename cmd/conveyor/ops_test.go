@@ -438,7 +438,7 @@ func TestOpsNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	orders := ps.Topic("orders")
-	if err := orders.Enqueue(ctx, []byte(deadData)); err != nil {
+	if err := orders.Enqueue(pubsub.WithHeader(ctx, pubsub.Header{"tenant": "acme"}), []byte(deadData)); err != nil {
 		t.Fatal(err)
 	}
 	m, err := orders.Dequeue(ctx)
@@ -503,7 +503,12 @@ func TestOpsNATS(t *testing.T) {
 			}
 		})
 	}
-	code, out, errs := runCmd(t, e, "requeue", "orders", dead, "--prefix", prefix)
+	// The dead message's header comes through ListDead.
+	code, out, errs := runCmd(t, e, "peek", "orders", "--state", "dead", "--json", "--prefix", prefix)
+	if code != 0 || !strings.Contains(out, `"tenant": "acme"`) {
+		t.Errorf("peek --state dead --json on NATS: exit %d, stdout %q (want the header), stderr %q", code, out, errs)
+	}
+	code, out, errs = runCmd(t, e, "requeue", "orders", dead, "--prefix", prefix)
 	if code != 0 || out != fmt.Sprintf("Re-queued dead message %s of topic \"orders\".\n", dead) {
 		t.Errorf("requeue on NATS: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
