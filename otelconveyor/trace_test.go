@@ -244,17 +244,7 @@ func TestTopicTrace(t *testing.T) {
 		s := newSDK(t, otelconveyor.Options{})
 		ctx := newInjector(t, register, s)
 		tp := injectedTopic(t, ctx, "jobs")
-		pctx, root := s.tp.Tracer("test").Start(ctx, "producer")
-		if err := tp.Enqueue(pctx, []byte("job")); err != nil {
-			t.Fatal(err)
-		}
-		root.End()
-		dctx, cancel := context.WithTimeout(ctx, patience)
-		defer cancel()
-		m, err := tp.Dequeue(dctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, root := produceJob(t, ctx, tp, s.tp.Tracer("test"))
 		if h := pubsub.MessageHeader(m); !strings.HasPrefix(h["traceparent"], "00-"+root.SpanContext().TraceID().String()) {
 			t.Errorf("header %v lacks the producer's trace", h)
 		}
@@ -283,6 +273,24 @@ func TestTopicTrace(t *testing.T) {
 	})
 }
 
+// produceJob enqueues "job" on tp in a span "producer" of tracer, ends
+// the span, and returns the message, dequeued, and the span.
+func produceJob(t *testing.T, ctx context.Context, tp pubsub.Topic, tracer trace.Tracer) (pubsub.Message, trace.Span) {
+	t.Helper()
+	pctx, root := tracer.Start(ctx, "producer")
+	if err := tp.Enqueue(pctx, []byte("job")); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	dctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	m, err := tp.Dequeue(dctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, root
+}
+
 // TestTopicTraceNotSampled checks that a message enqueued in a trace that
 // is not sampled carries that trace, flagged not sampled, to its consumer:
 // the Telemetry's sampler, ParentBased(AlwaysSample), would sample a
@@ -295,19 +303,9 @@ func TestTopicTraceNotSampled(t *testing.T) {
 		tp := injectedTopic(t, ctx, "unsampled")
 		never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 		t.Cleanup(func() { _ = never.Shutdown(context.Background()) })
-		pctx, root := never.Tracer("test").Start(ctx, "producer")
+		m, root := produceJob(t, ctx, tp, never.Tracer("test"))
 		if root.SpanContext().IsSampled() || !root.SpanContext().IsValid() {
 			t.Fatalf("producer span %v: want a valid one, not sampled", root.SpanContext())
-		}
-		if err := tp.Enqueue(pctx, []byte("job")); err != nil {
-			t.Fatal(err)
-		}
-		root.End()
-		dctx, cancel := context.WithTimeout(ctx, patience)
-		defer cancel()
-		m, err := tp.Dequeue(dctx)
-		if err != nil {
-			t.Fatal(err)
 		}
 		tid := root.SpanContext().TraceID()
 		if h := pubsub.MessageHeader(m)["traceparent"]; !strings.HasPrefix(h, "00-"+tid.String()+"-") || !strings.HasSuffix(h, "-00") {
