@@ -1,8 +1,8 @@
 // Package event is conveyor's typed events: Go values with a stable type
 // name, sent over a pubsub.Topic as CloudEvents JSON, and consumed by
 // services that route each event to the listeners of its type. It works the
-// same on every backend (channelpubsub, dbpubsub) and never knows which one
-// runs.
+// same on every backend (channelpubsub, dbpubsub, natspubsub) and never
+// knows which one runs.
 //
 // An event is any Go value with a Type method returning a constant name:
 //

@@ -54,7 +54,7 @@ type ServiceOptions struct {
 	// LeaseExtension from now, every LeaseExtension/2, so that a listener
 	// running longer than the backend's lease is not handed to another
 	// consumer meanwhile. It needs a backend with pubsub.LeaseExtender
-	// (both of conveyor's have it). 0 means off: a listener must then
+	// (channelpubsub, dbpubsub and natspubsub all have it). 0 means off: a listener must then
 	// finish within the backend's lease (pubsub.DefaultLease).
 	LeaseExtension time.Duration
 	// SkipUnknown acks, with a debug log, the events of types the Service
@@ -325,7 +325,7 @@ func (s *Service) prepare(ctx context.Context) error {
 	}
 	ps, err := di.Resolve[pubsub.PubSub](ctx)
 	if errors.Is(err, di.ErrNotFound) {
-		return fmt.Errorf("%w: call channelpubsub.Register(ctx) or dbpubsub.Register(ctx) first: %w", pubsub.ErrNoBackend, err)
+		return fmt.Errorf("%w: call a backend's Register(ctx) first (channelpubsub, dbpubsub or natspubsub): %w", pubsub.ErrNoBackend, err)
 	}
 	if err != nil {
 		return err

@@ -7,37 +7,130 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/internal/natstest"
+	"github.com/conveyorgo/conveyor/natspubsub"
+	"github.com/conveyorgo/conveyor/natspubsub/natspubsubtest"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
-// TestConformance runs the contract's suite on a wrapped backend, with a
-// recording meter and no tracer (the suite checks headers exactly, and a
-// tracer adds traceparent to each): the wrapping changes nothing else a
-// caller can observe, and every ability stays reachable.
+// TestConformance runs the contract's suite on each backend wrapped, with
+// a recording meter and no tracer (the suite checks headers exactly, and
+// a tracer adds traceparent to each): the wrapping changes nothing else a
+// caller can observe, every ability of the backend stays reachable, and
+// none it lacks is claimed (the suite checks each ability the harness
+// declares absent).
 func TestConformance(t *testing.T) {
 	s := newSDK(t, otelconveyor.Options{StatsInterval: 1, TracerProvider: noop.NewTracerProvider()})
-	pubsubtest.Run(t, pubsubtest.Harness{
+	channel := pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
 			ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 256, Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize})
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := s.tel.Wrap(ps)
-			t.Cleanup(func() { _ = w.(interface{ Close() error }).Close() })
-			return w
+			t.Cleanup(func() { _ = ps.Close() })
+			return ps
 		},
-		Register: func(_ testing.TB, ctx context.Context) error {
-			if err := channelpubsub.Register(ctx); err != nil {
-				return err
-			}
-			return s.tel.Register(ctx)
-		},
+		Register: func(_ testing.TB, ctx context.Context) error { return channelpubsub.Register(ctx) },
 		Abilities: func() pubsubtest.Abilities {
 			a := pubsubtest.AllMessageAbilities()
 			a.OldestReady = false
 			return a
 		}(),
-	})
+	}
+	for _, b := range []struct {
+		name    string
+		harness pubsubtest.Harness
+	}{
+		{"channelpubsub", channel},
+		{"dbpubsub", dbpubsubtest.Harness(dbpubsub.Options{})},
+		{"natspubsub", natspubsubtest.Harness(t, natspubsub.Options{})},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			pubsubtest.Run(t, wrapHarness(b.harness, s.tel))
+		})
+	}
+}
+
+// wrapHarness returns h with every PubSub wrapped by tel, and tel
+// registered over the backend h registers.
+func wrapHarness(h pubsubtest.Harness, tel *otelconveyor.Telemetry) pubsubtest.Harness {
+	w := h
+	w.New = func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+		return tel.Wrap(h.New(t, cfg))
+	}
+	if h.Reopen != nil {
+		w.Reopen = func(t testing.TB, cfg pubsubtest.Config, ps pubsub.PubSub) pubsub.PubSub {
+			return tel.Wrap(h.Reopen(t, cfg, ps.(interface{ Unwrap() pubsub.PubSub }).Unwrap()))
+		}
+	}
+	w.Register = func(t testing.TB, ctx context.Context) error {
+		if err := h.Register(t, ctx); err != nil {
+			return err
+		}
+		return tel.Register(ctx)
+	}
+	return w
+}
+
+// TestWrapClaimsNoAbilityTheTopicLacks wraps a natspubsub topic, which has
+// no all-or-none batch: the wrapped topic must not say it has one, while it
+// keeps the abilities the topic has.
+func TestWrapClaimsNoAbilityTheTopicLacks(t *testing.T) {
+	url := natstest.URL(t)
+	ps, err := natspubsub.Connect(url, natspubsub.Options{Prefix: natstest.Prefix(t, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	s := newSDK(t, otelconveyor.Options{})
+	raw := ps.Topic("orders")
+	if _, ok := pubsub.As[pubsub.BatchEnqueuer](raw); ok {
+		t.Fatal("natspubsub's topic has a BatchEnqueuer: pick a backend that lacks one for this test")
+	}
+	for name, tp := range map[string]pubsub.Topic{
+		"WrapTopic": s.tel.WrapTopic(raw, "orders", ""),
+		"Wrap":      s.tel.Wrap(ps).Topic("orders"),
+		"twice":     s.tel.WrapTopic(s.tel.WrapTopic(raw, "orders", ""), "orders", ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, ok := pubsub.As[pubsub.BatchEnqueuer](tp); ok {
+				t.Error("pubsub.As[BatchEnqueuer] = true on a wrapped topic whose backend has no all-or-none batch")
+			}
+			for ability, ok := range map[string]bool{
+				"Delayer":        hasAbility[pubsub.Delayer](tp),
+				"UniqueEnqueuer": hasAbility[pubsub.UniqueEnqueuer](tp),
+				"DeadLetters":    hasAbility[pubsub.DeadLetters](tp),
+				"EnqueueStarter": hasAbility[pubsub.EnqueueStarter](tp), // the wrapper's own
+			} {
+				if !ok {
+					t.Errorf("pubsub.As[%s] = false on the wrapped topic; the topic has it", ability)
+				}
+			}
+			// The fallback of EnqueueBatch still works through the wrapper.
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			if err := pubsub.EnqueueBatch(ctx, tp, [][]byte{[]byte("a"), []byte("b")}); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				m, err := tp.Dequeue(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := m.Ack(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func hasAbility[T any](v any) bool {
+	_, ok := pubsub.As[T](v)
+	return ok
 }

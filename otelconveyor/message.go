@@ -51,7 +51,18 @@ var (
 	_ pubsub.Failer         = (*message)(nil)
 	_ pubsub.Rejecter       = (*message)(nil)
 	_ pubsub.ContextCarrier = (*message)(nil)
+	_ pubsub.Forwarder      = (*message)(nil)
 )
+
+// Forwards says that Fail and Reject only trace the wrapped delivery's:
+// the wrapped message has them or the wrapper does not claim them.
+func (*message) Forwards(ability any) bool {
+	switch ability.(type) {
+	case *pubsub.Failer, *pubsub.Rejecter:
+		return true
+	}
+	return false
+}
 
 func (w *topic_) deliver(m pubsub.Message) *message {
 	parent := context.Background()

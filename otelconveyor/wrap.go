@@ -20,8 +20,8 @@ import (
 // Wrap returns ps traced and measured: every topic and subscription it
 // opens is wrapped as WrapTopic says, and its topics' counts feed the
 // queue gauges. Every optional ability of ps and its topics stays
-// reachable through the wrapping (pubsub.As). Closing the result closes
-// ps.
+// reachable through the wrapping (pubsub.As), and no ability ps lacks is
+// claimed by it (pubsub.Forwarder). Closing the result closes ps.
 func (t *Telemetry) Wrap(ps pubsub.PubSub) pubsub.PubSub {
 	return &wrappedPubSub{inner: ps, tel: t}
 }
@@ -155,7 +155,19 @@ var (
 	_ pubsub.UniqueEnqueuer = (*topic_)(nil)
 	_ pubsub.EnqueueStarter = (*topic_)(nil)
 	_ backend.OwnedEnqueuer = (*topic_)(nil)
+	_ pubsub.Forwarder      = (*topic_)(nil)
 )
+
+// Forwards says that the enqueue abilities only trace the wrapped topic's:
+// the topic has each one only if the wrapped topic does (pubsub.As), so a
+// caller that checks for an all-or-none batch is not misled.
+func (*topic_) Forwards(ability any) bool {
+	switch ability.(type) {
+	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer:
+		return true
+	}
+	return false
+}
 
 // Unwrap returns the wrapped topic.
 func (w *topic_) Unwrap() pubsub.Topic { return w.inner }

@@ -50,13 +50,20 @@
 //
 // # Optional abilities
 //
-// Small interfaces a backend may implement: Delayer, BatchEnqueuer,
-// Attempter, LeaseExtender, Failer, Rejecter, DeadLetters, Stater, Pauser,
-// and for operators TopicLister, Peeker, Canceler, DeadDeleter
-// (inspect.go), AckCounter (ackcount.go). Call them through the package
-// functions of the same names: they find the ability through any wrapper that exposes Unwrap
-// (see As), and return ErrUnsupported, or use the documented fallback,
-// when a backend lacks one; instrument.go has the hooks of a wrapper.
+// Small interfaces a backend may implement, each called through package
+// functions: Delayer (EnqueueAt, EnqueueDelayed), BatchEnqueuer
+// (EnqueueBatch), UniqueEnqueuer (EnqueueUnique), Attempter (Attempt),
+// LeaseExtender (ExtendLease), Failer (Fail), Rejecter (Reject),
+// DeadLetters (ListDead, RequeueDead, RequeueAllDead, PurgeDead), Stater
+// (TopicStats), Pauser (Pause, Resume, IsPaused), Inbox (Claim),
+// Subscriber (Subscribe, ListSubscriptions, DeleteSubscription), and for
+// operators TopicLister (ListTopics), Peeker (Peek, GetMessage), Canceler
+// (Cancel), DeadDeleter (DeleteDead) in inspect.go and AckCounter
+// (AckedSince). The functions find the ability through any wrapper that
+// exposes Unwrap (see As), and return ErrUnsupported, or use the
+// documented fallback, when a backend lacks one. A wrapper that implements
+// an ability only to observe it declares so (Forwarder), and then never
+// claims one the backend lacks; instrument.go has the hooks of a wrapper.
 //
 // WithTx asks every enqueue made with its ctx to run in the caller's
 // transaction; a backend that cannot honour it refuses with ErrUnsupported.

@@ -10,8 +10,8 @@ import (
 // a dashboard) is built on. TopicLister is found on a PubSub; Peeker,
 // Canceler and DeadDeleter on a Topic handle, and they act on the handle's
 // subscription (the default one for PubSub.Topic). Each is reached through
-// the helper of the same name (ListTopics, Peek and GetMessage, Cancel,
-// DeleteDead), which returns ErrUnsupported where a backend lacks it.
+// its helper (TopicLister through ListTopics, Peeker through Peek and
+// GetMessage, Canceler through Cancel, DeadDeleter through DeleteDead), which returns ErrUnsupported where a backend lacks it.
 
 // TopicLister is a PubSub that can list the topics it keeps.
 type TopicLister interface {
@@ -113,7 +113,7 @@ type MessageInfo struct {
 }
 
 // Peeker is a Topic whose subscription's messages can be looked at
-// without being delivered.
+// without being delivered; call it through Peek and GetMessage.
 type Peeker interface {
 	// Peek returns a page of the subscription's messages in opts.State,
 	// in an order the backend documents, at most opts.Limit of them.

@@ -7,8 +7,9 @@ import (
 )
 
 // Optional abilities. A backend offers one by implementing the interface on
-// its Topic or Message; callers use the package-level helper of the same
-// name, which finds the ability through wrappers (see As) and says
+// its Topic or Message; callers use the package-level helper named in the
+// interface's doc (mostly the method's own name: EnqueueAt, Fail, ...),
+// which finds the ability through wrappers (see As) and says
 // ErrUnsupported (or uses the documented fallback) where the backend lacks
 // it.
 
@@ -51,7 +52,8 @@ type DeadLetters interface {
 	PurgeDead(ctx context.Context) (int, error)
 }
 
-// Stater is a Topic that can count its messages.
+// Stater is a Topic that can count its messages; call it through
+// TopicStats.
 type Stater interface {
 	Stats(ctx context.Context) (Stats, error)
 }

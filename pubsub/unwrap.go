@@ -13,27 +13,53 @@ package pubsub
 // for an optional ability on the value first, then on what it wraps, down
 // the chain, as errors.As does: a wrapped Topic keeps every ability of the
 // backend under it. A wrapper that implements an ability itself is found
-// first, so it can intercept that ability too.
+// first, so it can intercept that ability too. A wrapper that implements
+// abilities only to observe them (tracing an EnqueueBatch, say) declares
+// it with Forwarder, so that it never claims an ability the value it
+// wraps lacks.
+
+// Forwarder is a wrapper whose implementations of some optional abilities
+// only forward them to the value it wraps. As reports such an ability on
+// the wrapper only when the wrapped chain has it too: a traced topic over
+// a backend without an all-or-none batch does not say it has one.
+type Forwarder interface {
+	// Forwards reports whether the wrapper's implementation of the ability
+	// whose interface type T is given as a nil *T (for example
+	// (*pubsub.BatchEnqueuer)(nil)) only forwards to the wrapped value.
+	Forwards(ability any) bool
+}
 
 // As finds the first value in v's Unwrap chain that is a T: v itself, or
 // what v wraps (Unwrap() Topic, Unwrap() Message or Unwrap() PubSub), and
-// so on. It reports false when none is.
+// so on. A Forwarder that forwards T counts only when a value below it is
+// a T. It reports false when none is.
 func As[T any](v any) (T, bool) {
 	for v != nil {
 		if t, ok := v.(T); ok {
-			return t, true
+			f, fwd := v.(Forwarder)
+			if !fwd || !f.Forwards((*T)(nil)) {
+				return t, true
+			}
+			if _, below := As[T](unwrap(v)); below {
+				return t, true
+			}
+			break
 		}
-		switch w := v.(type) {
-		case interface{ Unwrap() Topic }:
-			v = w.Unwrap()
-		case interface{ Unwrap() Message }:
-			v = w.Unwrap()
-		case interface{ Unwrap() PubSub }:
-			v = w.Unwrap()
-		default:
-			v = nil
-		}
+		v = unwrap(v)
 	}
 	var zero T
 	return zero, false
+}
+
+// unwrap returns what v wraps, or nil.
+func unwrap(v any) any {
+	switch w := v.(type) {
+	case interface{ Unwrap() Topic }:
+		return w.Unwrap()
+	case interface{ Unwrap() Message }:
+		return w.Unwrap()
+	case interface{ Unwrap() PubSub }:
+		return w.Unwrap()
+	}
+	return nil
 }

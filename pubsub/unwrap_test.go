@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 type baseTopic struct{ Topic }
@@ -39,5 +40,59 @@ func TestAsFindsAbilitiesThroughWrappers(t *testing.T) {
 	}
 	if _, ok := As[PubSub](wrapTopic{}); ok {
 		t.Fatal("As found a PubSub in a chain of topics")
+	}
+}
+
+// forwarder wraps a topic and implements Stats and Delayer only to
+// forward them (it would trace them), declaring so.
+type forwarder struct{ wrapTopic }
+
+func (f forwarder) Stats(ctx context.Context) (Stats, error) { return TopicStats(ctx, f.inner) }
+func (f forwarder) EnqueueAt(ctx context.Context, d []byte, at time.Time) error {
+	return EnqueueAt(ctx, f.inner, d, at)
+}
+func (forwarder) Forwards(ability any) bool {
+	switch ability.(type) {
+	case *Stater, *Delayer:
+		return true
+	}
+	return false
+}
+
+// carrier is a forwarder with an ability of its own (not forwarded).
+type carrier struct{ forwarder }
+
+func (carrier) Context(ctx context.Context) context.Context { return ctx }
+
+func TestAsDoesNotLetAForwarderClaimWhatItWrapsLacks(t *testing.T) {
+	ctx := context.Background()
+	// baseTopic has Stats and no Delayer.
+	for name, tp := range map[string]Topic{
+		"one forwarder":      forwarder{wrapTopic{baseTopic{}}},
+		"forwarder of one":   forwarder{wrapTopic{forwarder{wrapTopic{baseTopic{}}}}},
+		"plain over forward": wrapTopic{forwarder{wrapTopic{baseTopic{}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, ok := As[Delayer](tp); ok {
+				t.Error("As[Delayer] = true through a forwarder over a topic without delays")
+			}
+			if err := EnqueueAt(ctx, tp, nil, time.Now()); !errors.Is(err, ErrUnsupported) {
+				t.Errorf("EnqueueAt = %v, want ErrUnsupported", err)
+			}
+			s, ok := As[Stater](tp)
+			if !ok {
+				t.Fatal("As[Stater] = false, but the backend has Stats")
+			}
+			if _, isFwd := s.(forwarder); !isFwd && name != "plain over forward" {
+				t.Errorf("As[Stater] found %T, want the forwarder (it observes the call)", s)
+			}
+			if st, err := TopicStats(ctx, tp); err != nil || st.Ready != 1 {
+				t.Errorf("TopicStats = %+v, %v; want the backend's", st, err)
+			}
+		})
+	}
+	// An ability the wrapper does not forward is its own.
+	if _, ok := As[ContextCarrier](carrier{forwarder{wrapTopic{baseTopic{}}}}); !ok {
+		t.Error("As[ContextCarrier] = false for a wrapper's own ability")
 	}
 }

@@ -16,15 +16,18 @@ package dbpubsubtest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
 // NewStore returns a fresh migrated schema of its own for t: a DSN whose
@@ -123,4 +126,50 @@ func AddHistory(tb testing.TB, db *bun.DB, topic string, finished, dead, schedul
 		tb.Fatalf("dbpubsubtest.AddHistory: %v", err)
 	}
 	tb.Logf("inserted %d finished, %d dead, %d scheduled rows of topic %q in %v", finished, dead, scheduled, topic, time.Since(t0).Round(time.Millisecond))
+}
+
+// Harness is the conformance suite's harness for dbpubsub with base's
+// options (ConfirmAck, PollInterval, ...) and the suite's retry policy,
+// lease and size limit: each New gets a fresh schema, and Reopen a second
+// PubSub on another DB of the same schema, as another process would.
+func Harness(base dbpubsub.Options) pubsubtest.Harness {
+	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
+	options := func(cfg pubsubtest.Config) dbpubsub.Options {
+		o := base
+		o.Retry, o.Lease, o.MaxDataSize = cfg.Retry, cfg.Lease, cfg.MaxDataSize
+		return o
+	}
+	return pubsubtest.Harness{
+		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
+			dsn, db := NewStore(t)
+			ps := New(t, db, options(cfg))
+			dsns.Store(ps, dsn)
+			return ps
+		},
+		Reopen: func(t testing.TB, cfg pubsubtest.Config, ps pubsub.PubSub) pubsub.PubSub {
+			dsn, ok := dsns.Load(ps)
+			if !ok {
+				t.Fatal("Reopen of a PubSub not made by New")
+			}
+			other := New(t, OpenDB(t, dsn.(string)), options(cfg))
+			dsns.Store(other, dsn)
+			return other
+		},
+		Register: func(t testing.TB, ctx context.Context) error {
+			_, db := NewStore(t)
+			if err := di.RegisterSingleton(ctx, db); err != nil {
+				return err
+			}
+			return dbpubsub.RegisterWithOptions(ctx, base)
+		},
+		Abilities: Abilities(),
+	}
+}
+
+// Abilities are what dbpubsub offers, as the conformance suite declares
+// them.
+func Abilities() pubsubtest.Abilities {
+	a := pubsubtest.AllMessageAbilities()
+	a.Durable, a.Shared = true, true
+	return a
 }
