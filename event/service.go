@@ -325,7 +325,7 @@ func (s *Service) prepare(ctx context.Context) error {
 	}
 	ps, err := di.Resolve[pubsub.PubSub](ctx)
 	if errors.Is(err, di.ErrNotFound) {
-		return fmt.Errorf("%w: call a backend's Register(ctx) first (channelpubsub, dbpubsub or natspubsub): %w", pubsub.ErrNoBackend, err)
+		return fmt.Errorf("%w: call channelpubsub.Register(ctx), dbpubsub.Register(ctx) or natspubsub.Register(ctx) first: %w", pubsub.ErrNoBackend, err)
 	}
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func RegisterTopic(ctx context.Context) error {
 		}
 		ps, err := di.Resolve[PubSub](ctx)
 		if errors.Is(err, di.ErrNotFound) {
-			return nil, fmt.Errorf("%w for topic %q: call a backend's Register(ctx) first (channelpubsub, dbpubsub or natspubsub)", ErrNoBackend, name)
+			return nil, fmt.Errorf("%w for topic %q: call channelpubsub.Register(ctx), dbpubsub.Register(ctx) or natspubsub.Register(ctx) first", ErrNoBackend, name)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pubsub: topic %q: %w", name, err)
@@ -35,5 +35,5 @@ func RegisterTopic(ctx context.Context) error {
 // What a di.ErrNotFound for a Topic or a PubSub says to do.
 func init() {
 	di.Hint[Topic]("call a backend's Register(ctx) (channelpubsub, dbpubsub or natspubsub) and pubsub.RegisterTopic(ctx) on the injector first")
-	di.Hint[PubSub]("call a backend's Register(ctx) (channelpubsub, dbpubsub or natspubsub) on the injector first")
+	di.Hint[PubSub]("call channelpubsub.Register(ctx), dbpubsub.Register(ctx) or natspubsub.Register(ctx) on the injector first")
 }
