@@ -2,12 +2,14 @@ package natspubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -241,9 +243,6 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	if _, err := st.deadStream(ctx, true); err != nil {
 		return err
 	}
-	if len(reason) > maxReasonLen {
-		reason = reason[:maxReasonLen]
-	}
 	msg := &nats.Msg{
 		Subject: st.n.deadPrefix + m.s.tok,
 		Data:    m.jm.Data(),
@@ -254,12 +253,15 @@ func (m *message) kill(ctx context.Context, reason string) error {
 		},
 	}
 	if reason != "" {
-		msg.Header.Set(hdrError, url.QueryEscape(reason)) // a header value holds no line breaks
+		msg.Header.Set(hdrError, escapeReason(reason, maxReasonLen))
 	}
 	putHeader(msg.Header, m.header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
+		}
 		return fmt.Errorf("keeping the message dead: %w", err)
 	}
 	if err := m.jm.DoubleAck(rctx); err != nil {
@@ -267,4 +269,22 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	}
 	st.acked.Add(1)
 	return nil
+}
+
+// escapeReason returns reason escaped for a header value (which holds no
+// line breaks), cut at a character's end so that the escaped form takes at
+// most limit bytes: the budget is of what goes on the wire, where a
+// non-ASCII character takes three times its bytes.
+func escapeReason(reason string, limit int) string {
+	var b strings.Builder
+	for i := 0; i < len(reason); {
+		_, size := utf8.DecodeRuneInString(reason[i:]) // 1 for a byte that is not UTF-8
+		e := url.QueryEscape(reason[i : i+size])
+		if b.Len()+len(e) > limit {
+			break
+		}
+		b.WriteString(e)
+		i += size
+	}
+	return b.String()
 }
