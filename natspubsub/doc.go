@@ -39,8 +39,12 @@
 // delivered at least once, to one consumer of a subscription at a time, in
 // the stream's order. Nack gives it back with the shared
 // pubsub.RetryPolicy's backoff; past its attempts a message is dead. The
-// attempt is the server's delivery count, so a delivery fetched and never
-// handed to a consumer (given back, or kept past its lease) counts too.
+// attempt is the server's delivery count less the deliveries no handler
+// received: a message fetched ahead is given back before half its lease
+// passed (or when nobody consumes, or at Close) and recorded as unseen in
+// the topic's inbox bucket, so a message no handler saw never dies for its
+// lease. A delivery in a handler's hand does not make the process fetch
+// one more for it.
 // Ack returns once the ack is sent; Options.ConfirmAck makes it wait for
 // the server's confirmation, a round trip per message. Until the server
 // applied an ack, Stats count its message as processing.

@@ -29,8 +29,11 @@ type message struct {
 	id      string
 	seq     uint64 // in the topic's stream
 	attempt int
+	unseen  int           // earlier deliveries no handler received (unseen.go)
 	gen     uint64        // the subscription's, when delivered
 	header  pubsub.Header // nil if none
+
+	keepUntil time.Time // when it is given back if still kept (keepFor)
 
 	mu       sync.Mutex
 	settled  bool
@@ -77,7 +80,20 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	}
 	lease := s.st.ps.opts.Lease
 	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
-		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease))}
+		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
+	if m.attempt > 1 {
+		// A redelivery: the deliveries no handler received are no attempts.
+		unseen, err := s.unseen(s.st.ps.ctx, m.seq)
+		if err != nil && m.attempt > s.st.ps.opts.Retry.MaxAttempts {
+			// It may have reached no handler: not dead for its lease yet.
+			s.st.ps.opts.Logger.Warn("natspubsub: a redelivery's unseen deliveries are unknown; giving it back", "topic", s.st.name,
+				"subscription", s.name, "message_id", id, "error", err)
+			_ = jm.NakWithDelay(retryWait)
+			return nil
+		}
+		m.unseen = min(unseen, m.attempt-1)
+		m.attempt -= m.unseen
+	}
 	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		m.attempt = max
