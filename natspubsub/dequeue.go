@@ -436,7 +436,14 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 		return msgs, got, nil
 	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-		s.forget() // deleted by another process
+		// Deleted (by DeleteSubscription here or in another process): no
+		// fault. The default subscription is declared again by the next
+		// fetch; another one is gone for its Dequeues.
+		s.forget()
+		if s.name == pubsub.DefaultSubscription {
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("natspubsub: dequeue on %s: %w %q (%v)", s.label(), pubsub.ErrNoSubscription, s.name, err)
 	}
 	return nil, 0, err
 }
