@@ -365,7 +365,9 @@ func (s *subState) fetch() {
 	var msgs []*message
 	var err error
 	if n > 0 {
-		msgs, err = s.pull(ps.ctx, n)
+		if err = s.watchRestart(ps.ctx); err == nil {
+			msgs, err = s.pull(ps.ctx, n)
+		}
 	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
 		if !logged {

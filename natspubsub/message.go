@@ -81,17 +81,26 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	lease := s.st.ps.opts.Lease
 	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
 		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
-	if m.attempt > 1 {
-		// A redelivery: the deliveries no handler received are no attempts.
-		unseen, err := s.unseen(s.st.ps.ctx, m.seq)
-		if err != nil && m.attempt > s.st.ps.opts.Retry.MaxAttempts {
-			// It may have reached no handler: not dead for its lease yet.
-			s.st.ps.opts.Logger.Warn("natspubsub: a redelivery's unseen deliveries are unknown; giving it back", "topic", s.st.name,
+	if m.attempt > 1 || s.mayBeSettled(m.seq) {
+		// Read even while the PubSub closes, so that Close gives the
+		// delivery back as unseen rather than counted.
+		rec, err := s.readRecord(context.Background(), s.st.ps.closingRequest, m.seq)
+		if err != nil {
+			// It may be dead, or have reached no handler: neither handed
+			// out nor dead for its lease until its record can be read.
+			s.st.ps.opts.Logger.Warn("natspubsub: a delivery's record cannot be read; giving it back", "topic", s.st.name,
 				"subscription", s.name, "message_id", id, "error", err)
 			_ = jm.NakWithDelay(retryWait)
 			return nil
 		}
-		m.unseen = min(unseen, m.attempt-1)
+		if rec.dead {
+			// Dead, and delivered again after a server restart forgot the
+			// ack of its death.
+			_ = s.acked(jm.Ack())
+			return nil
+		}
+		// The deliveries no handler received are no attempts.
+		m.unseen = min(rec.unseen, m.attempt-1)
 		m.attempt -= m.unseen
 	}
 	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
@@ -251,7 +260,8 @@ func (m *message) error(op string, err error) error {
 }
 
 // kill keeps the message in the topic's dead-letter stream, with its
-// header, attempts and reason, then acks its delivery. The dead copy's message ID
+// header, attempts and reason, records it dead (record.go), then acks its
+// delivery. The dead copy's message ID
 // at the server (Nats-Msg-Id) is the delivery's stream sequence, so a kill
 // retried after a lost ack keeps one copy.
 func (m *message) kill(ctx context.Context, reason string) error {
@@ -279,6 +289,9 @@ func (m *message) kill(ctx context.Context, reason string) error {
 			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
 		}
 		return fmt.Errorf("keeping the message dead: %w", err)
+	}
+	if err := m.s.writeRecord(ctx, st.ps.request, m.seq, recordDead); err != nil {
+		return fmt.Errorf("recording the message dead: %w", err)
 	}
 	if err := m.jm.DoubleAck(rctx); err != nil {
 		return fmt.Errorf("acking the delivery of the message kept dead: %w", err)

@@ -191,6 +191,12 @@ type subState struct {
 	// created is when the server made the consumer.
 	created time.Time
 	gen     uint64 // counts the deletes of the subscription by this PubSub
+	// Deliveries up to stream sequence checkTo read their record
+	// (watchRestart): reconnects is the connection's count when it was
+	// set, checkSince whether it was.
+	checkTo    uint64
+	reconnects uint64
+	checkSince bool
 
 	f fetcher // its Dequeues' shared fetching (dequeue.go)
 }
