@@ -52,9 +52,9 @@
 // server writes acks to disk a moment after confirming them) nor a machine
 // crash: an effect that must happen once needs the inbox (Claim). A dead
 // message is recorded dead before its ack, and a delivery that may follow
-// a forgotten settle (a redelivery, or a message older than this process's
-// start or last reconnect) reads that record first: a message is never
-// both dead and delivered again.
+// a forgotten ack of a death (a redelivery, or a message below the highest
+// dead one as of this process's start or last reconnect) reads that record
+// first: a message is never both dead and delivered again.
 //
 // The lease is the consumers' AckWait. A settle after the lease ran out by
 // this process's clock (less a margin of a tenth of the lease, at most a

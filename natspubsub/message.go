@@ -293,6 +293,9 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	if err := m.s.writeRecord(ctx, st.ps.request, m.seq, recordDead); err != nil {
 		return fmt.Errorf("recording the message dead: %w", err)
 	}
+	if err := m.s.raiseMaxDead(ctx, m.seq); err != nil {
+		return fmt.Errorf("recording the message dead: %w", err)
+	}
 	if err := m.jm.DoubleAck(rctx); err != nil {
 		return fmt.Errorf("acking the delivery of the message kept dead: %w", err)
 	}

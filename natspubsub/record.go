@@ -29,10 +29,12 @@ import (
 //     handed out.
 //
 // A delivery reads the record when the server delivered it before (a
-// delivery count above 1) or when it may have been settled before a
-// restart the server forgot: its stream sequence is at most the stream's
-// last when this process started consuming the subscription or last
-// reconnected (watchRestart).
+// delivery count above 1) or when it may be of a dead message whose ack a
+// restart forgot: its stream sequence is at most both the stream's last
+// and the highest of a message of the subscription made dead (kept under
+// maxDeadKey), as they were when this process started consuming the
+// subscription or last reconnected (watchRestart). A subscription whose
+// messages never died reads no record for a first delivery.
 
 // record is what a message's record says.
 type record struct {
@@ -105,6 +107,66 @@ func (s *subState) writeRecord(ctx context.Context, request requester, seq uint6
 	return nil
 }
 
+// maxDeadKey is the key of the highest stream sequence of a message of
+// the subscription made dead.
+func (s *subState) maxDeadKey() string { return s.tok + ".seq.maxdead" }
+
+// raiseMaxDead makes the highest dead sequence (maxDeadKey) at least seq.
+func (s *subState) raiseMaxDead(ctx context.Context, seq uint64) error {
+	kv, err := s.st.inbox(ctx)
+	if errors.Is(err, ErrNoStream) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	val := []byte(strconv.FormatUint(seq, 10))
+	for {
+		rctx, cancel := s.st.ps.request(ctx)
+		e, err := kv.Get(rctx, s.maxDeadKey())
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			_, err = kv.Create(rctx, s.maxDeadKey(), val)
+		case err == nil:
+			if cur, _ := strconv.ParseUint(string(e.Value()), 10, 64); cur >= seq {
+				cancel()
+				return nil
+			}
+			_, err = kv.Update(rctx, s.maxDeadKey(), val, e.Revision())
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongRevision(err) {
+			return s.st.ps.fail(ctx, "recording the highest dead message of "+s.label(), err)
+		}
+		// Another death raised it meanwhile: look again.
+	}
+}
+
+// maxDead returns the highest dead sequence (maxDeadKey), 0 if none.
+func (s *subState) maxDead(ctx context.Context) (uint64, error) {
+	kv, err := s.st.inbox(ctx)
+	if errors.Is(err, ErrNoStream) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	e, err := kv.Get(rctx, s.maxDeadKey())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.st.ps.fail(ctx, "reading the highest dead message of "+s.label(), err)
+	}
+	n, _ := strconv.ParseUint(string(e.Value()), 10, 64)
+	return n, nil
+}
+
 // markUnseen records that m's delivery reached no handler: one more
 // unseen delivery of its message than the ones it had when it came.
 // Called before the delivery is given back, while nobody else can have
@@ -113,10 +175,11 @@ func (s *subState) markUnseen(ctx context.Context, request requester, m *message
 	return s.writeRecord(ctx, request, m.seq, strconv.Itoa(m.unseen+1))
 }
 
-// watchRestart notes the stream's last sequence when this process starts
-// consuming the subscription and after each reconnect of its connection:
-// a delivery up to it may be of a message settled before a server restart
-// that forgot the settle, and reads its record (mayBeSettled).
+// watchRestart notes, when this process starts consuming the
+// subscription and after each reconnect of its connection, up to which
+// stream sequence a delivery may be of a dead message whose ack a server
+// restart forgot: the lesser of the stream's last sequence and the
+// highest dead one. Such a delivery reads its record (mayBeSettled).
 func (s *subState) watchRestart(ctx context.Context) error {
 	reconnects := s.st.ps.nc.Stats().Reconnects
 	s.mu.Lock()
@@ -135,8 +198,12 @@ func (s *subState) watchRestart(ctx context.Context) error {
 	if err != nil {
 		return s.st.ps.fail(ctx, "looking up the stream of "+s.label(), err)
 	}
+	dead, err := s.maxDead(ctx)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
-	s.checkTo, s.reconnects, s.checkSince = max(s.checkTo, info.State.LastSeq), reconnects, true
+	s.checkTo, s.reconnects, s.checkSince = max(s.checkTo, min(info.State.LastSeq, dead)), reconnects, true
 	s.mu.Unlock()
 	return nil
 }
