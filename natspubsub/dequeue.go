@@ -23,7 +23,7 @@ import (
 // ready does the fetch wait for one message, for up to fetchWait. So a
 // fast consumer finds its next messages here, while a slow one holds back
 // none. A kept message is given back to the server (giveBack: a negative
-// ack, recorded as an unseen delivery so that it is no attempt, unseen.go)
+// ack, recorded as an unseen delivery so that it is no attempt, record.go)
 // once half its lease passed here, before the lease can run out; when this
 // process stops consuming the subscription for holdFor; and at Close. A
 // fetch ends with the PubSub, not with the Dequeue that started it, so

@@ -29,7 +29,7 @@ type message struct {
 	id      string
 	seq     uint64 // in the topic's stream
 	attempt int
-	unseen  int           // earlier deliveries no handler received (unseen.go)
+	unseen  int           // earlier deliveries no handler received (record.go)
 	gen     uint64        // the subscription's, when delivered
 	header  pubsub.Header // nil if none
 

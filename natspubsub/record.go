@@ -66,11 +66,8 @@ func (s *subState) recordKey(seq uint64) string {
 // none or the topic has no inbox bucket under Options.Bind (which then
 // keeps no records).
 func (s *subState) readRecord(ctx context.Context, request requester, seq uint64) (record, error) {
-	kv, err := s.st.inboxWithin(ctx, request)
-	if errors.Is(err, ErrNoStream) {
-		return record{}, nil
-	}
-	if err != nil {
+	kv, err := s.st.inboxToRead(ctx, request)
+	if err != nil || kv == nil {
 		return record{}, err
 	}
 	rctx, cancel := request(ctx)
@@ -87,6 +84,34 @@ func (s *subState) readRecord(ctx context.Context, request requester, seq uint64
 	}
 	n, _ := strconv.Atoi(string(e.Value()))
 	return record{unseen: n}, nil
+}
+
+// inboxToRead returns the topic's inbox bucket to read records from, nil
+// if it does not exist (then no message has a record): reading never
+// makes it.
+func (st *topicState) inboxToRead(ctx context.Context, request requester) (jetstream.KeyValue, error) {
+	st.mu.Lock()
+	kv := st.kv
+	if kv == nil {
+		kv = st.kvRead
+	}
+	st.mu.Unlock()
+	if kv != nil {
+		return kv, nil
+	}
+	rctx, cancel := request(ctx)
+	defer cancel()
+	kv, err := st.ps.js.KeyValue(rctx, st.n.inbox)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, st.ps.fail(ctx, "opening the inbox of "+st.name, err)
+	}
+	st.mu.Lock()
+	st.kvRead = kv
+	st.mu.Unlock()
+	return kv, nil
 }
 
 // writeRecord sets the record of the message at seq to value; without
@@ -147,11 +172,8 @@ func (s *subState) raiseMaxDead(ctx context.Context, seq uint64) error {
 
 // maxDead returns the highest dead sequence (maxDeadKey), 0 if none.
 func (s *subState) maxDead(ctx context.Context) (uint64, error) {
-	kv, err := s.st.inbox(ctx)
-	if errors.Is(err, ErrNoStream) {
-		return 0, nil
-	}
-	if err != nil {
+	kv, err := s.st.inboxToRead(ctx, s.st.ps.request)
+	if err != nil || kv == nil {
 		return 0, err
 	}
 	rctx, cancel := s.st.ps.request(ctx)
