@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -97,8 +98,14 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 }
 
 // requeue publishes e, with its header, to the subscription alone, then
-// deletes it from the dead letters. A failure between the two leaves it
-// both ready and dead, never neither.
+// deletes it from the dead letters: a failure between the two leaves it
+// both ready and dead, never neither. The publish's Nats-Msg-Id is made of
+// the dead entry (requeueMsgID), so the server stores one copy for every
+// requeue of the entry within the topic's duplicate window (concurrent
+// ones, or one retried after a lost reply); the delete, atomic at the
+// server, decides which requeue succeeded, and the others wrap
+// pubsub.ErrNotFound. A requeue that finds the entry gone before it
+// publishes publishes nothing.
 func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 	if c, _, err := s.lookup(ctx); err != nil || c == nil {
 		if err == nil {
@@ -106,23 +113,73 @@ func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 		}
 		return err
 	}
-	if _, err := s.st.publish(ctx, s.st.n.toPrefix+s.tok, e.ID, "", e.Data, e.Header); err != nil {
-		return err
-	}
 	d, err := s.st.deadStream(ctx, false)
 	if err != nil {
 		return err
 	}
+	if d == nil {
+		return s.requeueGone(e)
+	}
+	if ok, err := s.deadHas(ctx, d, e.seq); err != nil || !ok {
+		if err == nil {
+			err = s.requeueGone(e)
+		}
+		return err
+	}
+	msg := &nats.Msg{Subject: s.st.n.toPrefix + s.tok, Data: e.Data, Header: nats.Header{
+		hdrID:         []string{e.ID},
+		nats.MsgIdHdr: []string{requeueMsgID(s.tok, e)},
+	}}
+	putHeader(msg.Header, e.Header)
+	if _, err := s.st.publishMsg(ctx, msg); err != nil {
+		return err
+	}
 	rctx, cancel := s.st.ps.request(ctx)
 	defer cancel()
-	if err := d.DeleteMsg(rctx, e.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return s.st.ps.fail(ctx, "deleting re-queued message "+e.ID+" from the dead letters of "+s.label(), err)
+	err = d.DeleteMsg(rctx, e.seq)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// The server says why a delete failed only in words: whether the entry
+	// is gone is asked again.
+	if ok, herr := s.deadHas(ctx, d, e.seq); herr == nil && !ok {
+		return s.requeueGone(e)
+	}
+	return s.st.ps.fail(ctx, "deleting re-queued message "+e.ID+" from the dead letters of "+s.label(), err)
+}
+
+// requeueMsgID is the Nats-Msg-Id of the requeue of dead entry e of the
+// subscription tok: the same for every requeue of that entry, different
+// for any other (its sequence in the dead-letter stream and the time the
+// server stored it, which tell it from an entry of a stream made again).
+func requeueMsgID(tok string, e deadEntry) string {
+	return fmt.Sprintf("%s:%d:%d:requeue", tok, e.seq, e.DiedAt.UnixNano())
+}
+
+// deadHas reports whether the dead-letter stream d still keeps the entry
+// at seq.
+func (s *subState) deadHas(ctx context.Context, d jetstream.Stream, seq uint64) (bool, error) {
+	rctx, cancel := s.st.ps.request(ctx)
+	defer cancel()
+	_, err := d.GetMsg(rctx, seq)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	}
+	return false, s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
+}
+
+// requeueGone is the error of a requeue of e, which another requeue (or a
+// delete, a purge, the retention) took from the dead letters first.
+func (s *subState) requeueGone(e deadEntry) error {
+	return fmt.Errorf("natspubsub: requeue %q on %s: %w (re-queued or deleted meanwhile)", e.ID, s.label(), pubsub.ErrNotFound)
 }
 
 // RequeueAllDead re-queues every dead message of the subscription and
-// says how many.
+// says how many; one another call re-queued or deleted meanwhile is not
+// counted.
 func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
 	if err := t.check(); err != nil {
 		return 0, err
@@ -131,12 +188,18 @@ func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
 	if err := t.sub.scanDead(ctx, func(e deadEntry) bool { all = append(all, e); return true }); err != nil {
 		return 0, err
 	}
-	for i, e := range all {
-		if err := t.sub.requeue(ctx, e); err != nil {
-			return i, err
+	n := 0
+	for _, e := range all {
+		err := t.sub.requeue(ctx, e)
+		if errors.Is(err, pubsub.ErrNotFound) {
+			continue // re-queued or deleted meanwhile by another call
 		}
+		if err != nil {
+			return n, err
+		}
+		n++
 	}
-	return len(all), nil
+	return n, nil
 }
 
 // PurgeDead deletes every dead message of the subscription for good and

@@ -14,21 +14,21 @@ import (
 
 // Dequeues of one subscription in one PubSub fetch together. A fetch runs
 // in the background, one at a time, whenever fewer messages are kept here
-// than the process should have ahead: one for each consumer (a Dequeue
-// waiting, or a delivery in hand), or as many as it consumes in a quarter
-// of the lease at its recent rate if that is more, at most maxFetch. The
-// server answers at once with what is ready (a pull request that does not
-// wait); only when nothing is ready does the fetch wait for one message,
-// for up to fetchWait. So a fast consumer finds its next messages here,
-// while a slow one holds back about a quarter lease's worth: a kept
-// message waits that long, not its whole lease. One whose lease ran out
-// (by this process's clock) while kept is let go, and the server delivers
-// it again. A fetch ends with the PubSub, not with the Dequeue that
-// started it, so that what it brings after that Dequeue left is kept for
-// the next one rather than sent to a request nobody reads any more; kept
-// messages are given back to the server (a negative ack, which counts as
-// an attempt) when this process stops consuming the subscription for
-// holdFor, and at Close.
+// than the process should have ahead: one for each Dequeue waiting, or as
+// many as it consumes in a quarter of the lease at its recent rate if that
+// is more, at most maxFetch. A delivery in hand is not counted: a handler
+// busy with it may take its whole lease (or extend it), and a message
+// fetched for it would wait that long. The server answers at once with
+// what is ready (a pull request that does not wait); only when nothing is
+// ready does the fetch wait for one message, for up to fetchWait. So a
+// fast consumer finds its next messages here, while a slow one holds back
+// none. A kept message is given back to the server (giveBack: a negative
+// ack, recorded as an unseen delivery so that it is no attempt, record.go)
+// once half its lease passed here, before the lease can run out; when this
+// process stops consuming the subscription for holdFor; and at Close. A
+// fetch ends with the PubSub, not with the Dequeue that started it, so
+// that what it brings after that Dequeue left is kept for the next one
+// rather than sent to a request nobody reads any more.
 
 // fetchWait bounds the pull request of a fetch that waits for a message:
 // while none comes it asks again this often, so that a server that
@@ -42,6 +42,9 @@ const maxFetch = 256
 type fetcher struct {
 	mu       sync.Mutex
 	pending  []*message            // fetched, not yet handed out, in order
+	back     []*message            // kept too long, to give back (giveBackLocked)
+	giving   bool                  // a give-back runs
+	lapse    *time.Timer           // gives back the oldest kept message at its keepUntil
 	wanting  int                   // Dequeues waiting for a message
 	inHand   map[*message]struct{} // handed out and not settled
 	fetching bool                  // a fetch runs
@@ -57,19 +60,96 @@ type fetcher struct {
 	rate      float64
 }
 
-// popLocked returns the oldest kept message whose lease still runs, or
-// nil. Called with mu held.
-func (f *fetcher) popLocked() *message {
+// popLocked returns the oldest kept message not kept too long, or nil;
+// those kept too long go to be given back. Called with s.f.mu held.
+func (s *subState) popLocked() *message {
+	f := &s.f
 	now := time.Now()
 	for len(f.pending) > 0 {
 		m := f.pending[0]
 		f.pending[0] = nil
 		f.pending = f.pending[1:]
-		if now.Before(m.deadline) {
+		if now.Before(m.keepUntil) {
 			return m
 		}
+		s.giveBackLocked(m)
 	}
 	return nil
+}
+
+// keepFor is how long a fetched message may wait here for a consumer:
+// half the lease, so that it is given back well before the server
+// redelivers it.
+func keepFor(lease time.Duration) time.Duration { return lease / 2 }
+
+// watchLapseLocked arms the give-back of the oldest kept message at its
+// keepUntil. Called with s.f.mu held.
+func (s *subState) watchLapseLocked() {
+	f := &s.f
+	if len(f.pending) == 0 {
+		if f.lapse != nil {
+			f.lapse.Stop()
+		}
+		return
+	}
+	d := time.Until(f.pending[0].keepUntil)
+	if f.lapse == nil {
+		f.lapse = time.AfterFunc(d, s.lapsed)
+	} else {
+		f.lapse.Reset(d)
+	}
+}
+
+// lapsed gives back the kept messages kept too long.
+func (s *subState) lapsed() {
+	f := &s.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for len(f.pending) > 0 && !now.Before(f.pending[0].keepUntil) {
+		s.giveBackLocked(f.pending[0])
+		f.pending[0] = nil
+		f.pending = f.pending[1:]
+	}
+	s.watchLapseLocked()
+}
+
+// giveBackLocked queues msgs, fetched and never handed out, to be given
+// back to the server in the background. Called with s.f.mu held.
+func (s *subState) giveBackLocked(msgs ...*message) {
+	f := &s.f
+	f.back = append(f.back, msgs...)
+	if f.giving || len(f.back) == 0 {
+		return
+	}
+	ps := s.st.ps
+	if !ps.goBackground(s.givingBack) {
+		return // Close gives them back (takePending)
+	}
+	f.giving = true
+}
+
+// givingBack gives back the queued messages until none is left. Its
+// requests do not end with the PubSub, so that Close, which waits for it,
+// does not make the messages' deliveries count; each round is bounded by
+// the request timeout.
+func (s *subState) givingBack() {
+	f := &s.f
+	for {
+		f.mu.Lock()
+		msgs := f.back
+		f.back = nil
+		if len(msgs) == 0 {
+			f.giving = false
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		ps := s.st.ps
+		ctx, cancel := ps.closingRequest(context.Background())
+		s.giveBack(ctx, ps.closingRequest, msgs)
+		cancel()
+	}
 }
 
 // handOutLocked records m as handed out and returns it. Called with mu
@@ -118,22 +198,13 @@ func (s *subState) watchIdleLocked() {
 func (s *subState) giveBackIdle() {
 	f := &s.f
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.wanting > 0 || len(f.inHand) > 0 {
-		f.mu.Unlock()
 		return
 	}
-	msgs := f.pending
+	s.giveBackLocked(f.pending...)
 	f.pending = nil
-	f.mu.Unlock()
-	giveBack(msgs)
-}
-
-// giveBack returns msgs, fetched and never handed out, to the server at
-// once (a negative ack: the server counts the delivery as an attempt).
-func giveBack(msgs []*message) {
-	for _, m := range msgs {
-		_ = m.jm.Nak()
-	}
+	s.watchLapseLocked()
 }
 
 // pruneLocked forgets the deliveries in hand whose lease ran out: never
@@ -153,30 +224,33 @@ func (f *fetcher) pruneLocked() {
 	}
 }
 
-// aheadLocked is how many messages to keep here: one for each consumer
-// (a Dequeue waiting, or a delivery in hand), or as many as this process
-// consumes in a quarter of the lease at its recent rate if that is more,
-// at most maxFetch. Called with s.f.mu held.
+// aheadLocked is how many messages to keep here: one for each Dequeue
+// waiting, or as many as this process consumes in a quarter of the lease
+// at its recent rate if that is more, at most maxFetch. Called with s.f.mu
+// held.
 func (s *subState) aheadLocked() int {
 	f := &s.f
-	consumers := f.wanting + len(f.inHand)
 	byRate := int(f.rate * (s.st.ps.opts.Lease / 4).Seconds())
-	return min(max(consumers, byRate), maxFetch)
+	return min(max(f.wanting, byRate), maxFetch)
 }
 
 // drop lets the kept messages go: their consumer is gone.
 func (f *fetcher) drop() {
 	f.mu.Lock()
-	f.pending, f.inHand = nil, nil
+	f.pending, f.inHand, f.back = nil, nil, nil
 	f.mu.Unlock()
 }
 
-// takePending removes and returns the kept messages.
+// takePending removes and returns the kept messages, and those waiting
+// to be given back.
 func (f *fetcher) takePending() []*message {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	msgs := f.pending
-	f.pending = nil
+	msgs := append(f.back, f.pending...)
+	f.pending, f.back = nil, nil
+	if f.lapse != nil {
+		f.lapse.Stop()
+	}
 	return msgs
 }
 
@@ -210,7 +284,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	t.st.startMover()
 	s, f := t.sub, &t.sub.f
 	f.mu.Lock()
-	if m := f.popLocked(); m != nil {
+	if m := s.popLocked(); m != nil {
 		f.handOutLocked(m)
 		s.refillLocked()
 		f.mu.Unlock()
@@ -225,7 +299,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}()
 	for {
 		// f.mu is held here.
-		if m := f.popLocked(); m != nil {
+		if m := s.popLocked(); m != nil {
 			f.handOutLocked(m)
 			s.refillLocked()
 			f.mu.Unlock()
@@ -291,7 +365,9 @@ func (s *subState) fetch() {
 	var msgs []*message
 	var err error
 	if n > 0 {
-		msgs, err = s.pull(ps.ctx, n)
+		if err = s.watchRestart(ps.ctx); err == nil {
+			msgs, err = s.pull(ps.ctx, n)
+		}
 	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
 		if !logged {
@@ -308,6 +384,7 @@ func (s *subState) fetch() {
 	f.pending = append(f.pending, msgs...)
 	f.wakeLocked()
 	s.watchIdleLocked()
+	s.watchLapseLocked()
 }
 
 // pull asks for up to n messages ready now; when none is, it waits for
@@ -361,7 +438,14 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 		return msgs, got, nil
 	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
-		s.forget() // deleted by another process
+		// Deleted (by DeleteSubscription here or in another process): no
+		// fault. The default subscription is declared again by the next
+		// fetch; another one is gone for its Dequeues.
+		s.forget()
+		if s.name == pubsub.DefaultSubscription {
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("natspubsub: dequeue on %s: %w %q (%v)", s.label(), pubsub.ErrNoSubscription, s.name, err)
 	}
 	return nil, 0, err
 }

@@ -39,11 +39,22 @@
 // delivered at least once, to one consumer of a subscription at a time, in
 // the stream's order. Nack gives it back with the shared
 // pubsub.RetryPolicy's backoff; past its attempts a message is dead. The
-// attempt is the server's delivery count, so a delivery fetched and never
-// handed to a consumer (given back, or kept past its lease) counts too.
+// attempt is the server's delivery count less the deliveries no handler
+// received: a message fetched ahead is given back before half its lease
+// passed (or when nobody consumes, or at Close) and recorded as unseen in
+// its record in the topic's inbox bucket (record.go), so a message no
+// handler saw never dies for its lease. A delivery in a handler's hand does not make the process fetch
+// one more for it.
 // Ack returns once the ack is sent; Options.ConfirmAck makes it wait for
 // the server's confirmation, a round trip per message. Until the server
-// applied an ack, Stats count its message as processing.
+// applied an ack, Stats count its message as processing. A confirmed ack
+// survives a server restart, not a server killed just after it (the
+// server writes acks to disk a moment after confirming them) nor a machine
+// crash: an effect that must happen once needs the inbox (Claim). A dead
+// message is recorded dead before its ack, and a delivery that may follow
+// a forgotten ack of a death (a redelivery, or a message below the highest
+// dead one as of this process's start or last reconnect) reads that record
+// first: a message is never both dead and delivered again.
 //
 // The lease is the consumers' AckWait. A settle after the lease ran out by
 // this process's clock (less a margin of a tenth of the lease, at most a

@@ -67,13 +67,18 @@ func isWrongRevision(err error) bool {
 // this PubSub's retention) on first use; with Options.Bind it only looks
 // it up.
 func (st *topicState) inbox(ctx context.Context) (jetstream.KeyValue, error) {
+	return st.inboxWithin(ctx, st.ps.request)
+}
+
+// inboxWithin is inbox with each request's ctx made by request.
+func (st *topicState) inboxWithin(ctx context.Context, request requester) (jetstream.KeyValue, error) {
 	st.mu.Lock()
 	kv := st.kv
 	st.mu.Unlock()
 	if kv != nil {
 		return kv, nil
 	}
-	rctx, cancel := st.ps.request(ctx)
+	rctx, cancel := request(ctx)
 	defer cancel()
 	var err error
 	if st.ps.opts.Bind {

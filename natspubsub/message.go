@@ -2,12 +2,14 @@ package natspubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,8 +29,11 @@ type message struct {
 	id      string
 	seq     uint64 // in the topic's stream
 	attempt int
+	unseen  int           // earlier deliveries no handler received (record.go)
 	gen     uint64        // the subscription's, when delivered
 	header  pubsub.Header // nil if none
+
+	keepUntil time.Time // when it is given back if still kept (keepFor)
 
 	mu       sync.Mutex
 	settled  bool
@@ -75,7 +80,29 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	}
 	lease := s.st.ps.opts.Lease
 	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
-		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease))}
+		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
+	if m.attempt > 1 || s.mayBeSettled(m.seq) {
+		// Read even while the PubSub closes, so that Close gives the
+		// delivery back as unseen rather than counted.
+		rec, err := s.readRecord(context.Background(), s.st.ps.closingRequest, m.seq)
+		if err != nil {
+			// It may be dead, or have reached no handler: neither handed
+			// out nor dead for its lease until its record can be read.
+			s.st.ps.opts.Logger.Warn("natspubsub: a delivery's record cannot be read; giving it back", "topic", s.st.name,
+				"subscription", s.name, "message_id", id, "error", err)
+			_ = jm.NakWithDelay(retryWait)
+			return nil
+		}
+		if rec.dead {
+			// Dead, and delivered again after a server restart forgot the
+			// ack of its death.
+			_ = s.acked(jm.Ack())
+			return nil
+		}
+		// The deliveries no handler received are no attempts.
+		m.unseen = min(rec.unseen, m.attempt-1)
+		m.attempt -= m.unseen
+	}
 	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		m.attempt = max
@@ -233,16 +260,14 @@ func (m *message) error(op string, err error) error {
 }
 
 // kill keeps the message in the topic's dead-letter stream, with its
-// header, attempts and reason, then acks its delivery. The dead copy's message ID
+// header, attempts and reason, records it dead (record.go), then acks its
+// delivery. The dead copy's message ID
 // at the server (Nats-Msg-Id) is the delivery's stream sequence, so a kill
 // retried after a lost ack keeps one copy.
 func (m *message) kill(ctx context.Context, reason string) error {
 	st := m.s.st
 	if _, err := st.deadStream(ctx, true); err != nil {
 		return err
-	}
-	if len(reason) > maxReasonLen {
-		reason = reason[:maxReasonLen]
 	}
 	msg := &nats.Msg{
 		Subject: st.n.deadPrefix + m.s.tok,
@@ -254,17 +279,44 @@ func (m *message) kill(ctx context.Context, reason string) error {
 		},
 	}
 	if reason != "" {
-		msg.Header.Set(hdrError, url.QueryEscape(reason)) // a header value holds no line breaks
+		msg.Header.Set(hdrError, escapeReason(reason, maxReasonLen))
 	}
 	putHeader(msg.Header, m.header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
+		}
 		return fmt.Errorf("keeping the message dead: %w", err)
+	}
+	if err := m.s.writeRecord(ctx, st.ps.request, m.seq, recordDead); err != nil {
+		return fmt.Errorf("recording the message dead: %w", err)
+	}
+	if err := m.s.raiseMaxDead(ctx, m.seq); err != nil {
+		return fmt.Errorf("recording the message dead: %w", err)
 	}
 	if err := m.jm.DoubleAck(rctx); err != nil {
 		return fmt.Errorf("acking the delivery of the message kept dead: %w", err)
 	}
 	st.acked.Add(1)
 	return nil
+}
+
+// escapeReason returns reason escaped for a header value (which holds no
+// line breaks), cut at a character's end so that the escaped form takes at
+// most limit bytes: the budget is of what goes on the wire, where a
+// non-ASCII character takes three times its bytes.
+func escapeReason(reason string, limit int) string {
+	var b strings.Builder
+	for i := 0; i < len(reason); {
+		_, size := utf8.DecodeRuneInString(reason[i:]) // 1 for a byte that is not UTF-8
+		e := url.QueryEscape(reason[i : i+size])
+		if b.Len()+len(e) > limit {
+			break
+		}
+		b.WriteString(e)
+		i += size
+	}
+	return b.String()
 }

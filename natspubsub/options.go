@@ -32,7 +32,9 @@ const (
 	// attempts and last error). A caller's pubsub.Header counts toward
 	// Options.MaxDataSize with the data (see wireSize).
 	headerRoom = 4 << 10
-	// maxReasonLen bounds the last error kept with a dead message.
+	// maxReasonLen bounds the last error kept with a dead message, as
+	// escaped in its header: with its ID, attempts and Nats-Msg-Id it fits
+	// in headerRoom beside a message of MaxDataSize.
 	maxReasonLen = 2 << 10
 )
 
@@ -59,6 +61,15 @@ type Options struct {
 	// on the connection, and the server processes it a moment later: if
 	// the connection or the server fails in between, the message is
 	// delivered again after its lease (at least once, as always).
+	//
+	// A confirmed ack survives a connection loss and a server restart
+	// (SIGTERM, lame duck). It does not survive the server process being
+	// killed (SIGKILL, OOM, crash) just after: nats-server 2.9 confirms an
+	// ack once applied in memory and writes the consumer's state to disk a
+	// moment later, so the message is delivered again; nor a machine crash
+	// before the server's fsync (sync_interval). A handler whose effect
+	// must happen once needs the inbox (pubsub.Claim). A dead message is
+	// never delivered again, killed server or not (docs/natspubsub.md).
 	ConfirmAck bool
 	// RequestTimeout bounds each request to the server whose ctx has no
 	// earlier deadline. 0 means DefaultRequestTimeout.

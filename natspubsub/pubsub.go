@@ -152,7 +152,9 @@ func (ps *PubSub) giveBackPending() {
 		}
 		st.mu.Unlock()
 		for _, s := range subs {
-			giveBack(s.f.takePending())
+			ctx, cancel := ps.closingRequest(context.Background())
+			s.giveBack(ctx, ps.closingRequest, s.f.takePending())
+			cancel()
 		}
 	}
 }

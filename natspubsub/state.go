@@ -28,6 +28,7 @@ type topicState struct {
 	publishable bool
 	dead        jetstream.Stream   // nil until a message died or the dead letters were asked for
 	kv          jetstream.KeyValue // the inbox, nil until the first claim
+	kvRead      jetstream.KeyValue // the inbox found to read records (record.go), nil until found
 	sched       jetstream.Stream   // the schedule of delayed messages, nil until used
 	mover       jetstream.Consumer // its consumer, nil until used
 	moving      atomic.Bool        // this PubSub runs the mover's and the pruner's loops (delay.go, prune.go)
@@ -191,6 +192,12 @@ type subState struct {
 	// created is when the server made the consumer.
 	created time.Time
 	gen     uint64 // counts the deletes of the subscription by this PubSub
+	// Deliveries up to stream sequence checkTo read their record
+	// (watchRestart): reconnects is the connection's count when it was
+	// set, checkSince whether it was.
+	checkTo    uint64
+	reconnects uint64
+	checkSince bool
 
 	f fetcher // its Dequeues' shared fetching (dequeue.go)
 }

@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"MaxAttemptsThenDead", testDead},
 		{"RejectIsDeadAtOnce", testReject},
 		{"RequeueAndPurgeDead", testRequeueAllAndPurge},
+		{"ConcurrentRequeueDead", testConcurrentRequeue},
 		{"LeaseExpiryRedeliversAndFences", testLeaseExpiry},
 		{"LeaseExpiryCountsAttempts", testLeaseExhausts},
 		{"ExtendLease", testExtendLease},
@@ -295,6 +296,52 @@ func testRequeueAllAndPurge(t *testing.T, h Harness) {
 		t.Fatalf("ListDead after PurgeDead: %d messages, want 0", len(dead))
 	}
 	expectNone(t, tp, 200*time.Millisecond)
+}
+
+// testConcurrentRequeue re-queues one dead message from several
+// goroutines at once: one call succeeds, the others wrap ErrNotFound, and
+// the message comes back once.
+func testConcurrentRequeue(t *testing.T, h Harness) {
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
+	ctx := context.Background()
+	tp := open(t, newPubSub(t, h, Config{}), "requeue-race")
+	const rounds, callers = 5, 4
+	for round := range rounds {
+		enqueue(t, tp, fmt.Sprint("m", round))
+		m := dequeue(t, tp)
+		if err := pubsub.Reject(ctx, m, errors.New("no")); err != nil {
+			t.Fatalf("Reject: %v", err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		start := make(chan struct{})
+		for i := range callers {
+			wg.Go(func() {
+				<-start
+				errs[i] = pubsub.RequeueDead(ctx, tp, m.ID())
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, pubsub.ErrNotFound):
+				t.Fatalf("round %d: a losing RequeueDead: %v, want an error wrapping ErrNotFound", round, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d of %d concurrent RequeueDead of one message succeeded, want 1", round, won, callers)
+		}
+		back := dequeue(t, tp)
+		if back.ID() != m.ID() {
+			t.Fatalf("round %d: got message %s back, want %s", round, back.ID(), m.ID())
+		}
+		ack(t, back)
+		expectNone(t, tp, 300*time.Millisecond)
+	}
 }
 
 func testLeaseExpiry(t *testing.T, h Harness) {
