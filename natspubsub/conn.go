@@ -3,6 +3,8 @@ package natspubsub
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -21,10 +23,14 @@ import (
 // went silent is declared stale and replaced within about one and a half
 // request timeouts instead of nats.go's 4 to 6 minutes; a write to the
 // socket bounded by the request timeout (nats.FlusherTimeout, 1 minute in
-// nats.go), after which the client reconnects
-// (nats.ReconnectOnFlusherError), so that a full socket buffer blocks the
-// connection's writers for that long at most. A bad opts gives none of
-// them (New reports it).
+// nats.go), so that a full socket buffer blocks the connection's writers
+// for that long at most; and a dialer (nats.SetCustomDialer) whose
+// connections are reset at a write that timed out, after which the client
+// reconnects at once (nats.ReconnectOnFlusherError). A write cut by its
+// timeout leaves part of a message on the wire, and nats.go would write
+// the next one after it: the server then answers "Unknown Protocol
+// Operation" and nats.go closes the connection for good. A bad opts gives
+// none of them (New reports it).
 func ConnectOptions(opts Options) []nats.Option {
 	o, err := opts.resolve(0)
 	if err != nil {
@@ -35,7 +41,38 @@ func ConnectOptions(opts Options) []nats.Option {
 		nats.MaxPingsOutstanding(maxPingsOut),
 		nats.FlusherTimeout(o.RequestTimeout),
 		nats.ReconnectOnFlusherError(),
+		nats.SetCustomDialer(cutDialer{net.Dialer{Timeout: nats.DefaultTimeout}}),
 	}
+}
+
+// cutDialer dials TCP connections that are reset at a write that timed
+// out (cutConn).
+type cutDialer struct{ d net.Dialer }
+
+// Dial implements nats.CustomDialer.
+func (d cutDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := d.d.Dial(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return cutConn{c}, nil
+}
+
+// cutConn is a connection that a write past its deadline resets (SO_LINGER
+// 0: what is still unsent is dropped), so that nothing is written after a
+// message cut short and the client reconnects.
+type cutConn struct{ net.Conn }
+
+// Write implements net.Conn.
+func (c cutConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		if tc, ok := c.Conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Conn.Close()
+	}
+	return n, err
 }
 
 // maxPingsOut is how many pings may go unanswered before the connection is

@@ -82,7 +82,8 @@
 //
 // Connect's connection pings the server every half request timeout and
 // reconnects after 2 unanswered pings, bounds each socket write by the
-// request timeout and reconnects after one that timed out: a connection
+// request timeout and resets the connection and reconnects after one that
+// timed out (so no message cut short is followed by another): a connection
 // that went silent is replaced within about one and a half request
 // timeouts. A connection given to New should be made with the same
 // settings (ConnectOptions); whatever its settings, two request timeouts

@@ -159,10 +159,11 @@ func (st *topicState) publish(ctx context.Context, subject, id, msgID string, da
 // writes a message to the socket in the publishing goroutine, which a full
 // socket buffer blocks for as long as the connection's FlusherTimeout. So
 // the publish runs in a goroutine of its own, bounded by
-// Options.RequestTimeout and Close, not by ctx; a caller who returned
-// with ctx's error leaves the message in doubt (it is written once the
-// socket takes it, and may be stored), and that publish's outcome is
-// logged: a message stored after all at Warn, naming its ID.
+// Options.RequestTimeout and Close, not by ctx, and the caller returns by
+// the end of ctx or of the request timeout; a caller who returned so
+// leaves the message in doubt (it is written once the socket takes it,
+// and may be stored), and that publish's outcome is logged: a message
+// stored after all at Warn, naming its ID.
 func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, err error) {
 	ps := st.ps
 	doing := "enqueue on " + backend.Label(st.name, pubsub.DefaultSubscription)
@@ -178,24 +179,37 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 			close(p.done)
 			return
 		}
-		// The caller returned at the end of its ctx.
+		// The caller returned before the publish ended.
 		if p.err != nil {
 			ps.requestFailed(p.err)
-			ps.opts.Logger.Debug("natspubsub: an enqueue that returned its ctx's error was not stored", "topic", st.name,
+			ps.opts.Logger.Debug("natspubsub: an enqueue that returned before its publish ended was not stored", "topic", st.name,
 				"id", msg.Header.Get(hdrID), "error", p.err)
 			return
 		}
-		ps.opts.Logger.Warn("natspubsub: an enqueue that returned its ctx's error was stored after all", "topic", st.name,
+		ps.opts.Logger.Warn("natspubsub: an enqueue that returned before its publish ended was stored after all", "topic", st.name,
 			"id", msg.Header.Get(hdrID), "duplicate", p.ack.Duplicate)
 	}) {
 		cancel()
 		return false, ps.fail(ctx, doing, pubsub.ErrClosed)
 	}
+	// The caller waits for the publish, its own ctx, or the request's
+	// (Options.RequestTimeout, Close), whichever ends first.
+	var end error
 	select {
 	case <-p.done:
 	case <-ctx.Done():
+		end = ctx.Err()
+	case <-rctx.Done():
+		end = rctx.Err()
+	}
+	if end != nil {
 		if p.state.CompareAndSwap(publishRunning, publishAbandoned) {
-			return false, fmt.Errorf("natspubsub: %s: %w (the message may still be stored)", doing, ctx.Err())
+			// Not fail: the publish's own outcome counts for the
+			// connection's watch, when it comes.
+			if ps.ctx.Err() != nil {
+				end = pubsub.ErrClosed
+			}
+			return false, fmt.Errorf("natspubsub: %s: %w (the publish goes on: the message may still be stored)", doing, end)
 		}
 		<-p.done // it finished meanwhile
 	}
