@@ -31,6 +31,9 @@ func TestConnectOptions(t *testing.T) {
 			if o.PingInterval != tc.timeout/2 || o.MaxPingsOut != 2 {
 				t.Errorf("pings every %v, %d outstanding; want every %v, 2", o.PingInterval, o.MaxPingsOut, tc.timeout/2)
 			}
+			if o.CustomDialer == nil {
+				t.Error("no dialer that resets a connection at a write that timed out")
+			}
 			if o.FlusherTimeout != tc.timeout || !o.ReconnectOnFlusherError {
 				t.Errorf("write timeout %v, reconnect on its error %v; want %v, true", o.FlusherTimeout, o.ReconnectOnFlusherError, tc.timeout)
 			}
