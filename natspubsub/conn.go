@@ -29,8 +29,10 @@ import (
 // reconnects at once (nats.ReconnectOnFlusherError). A write cut by its
 // timeout leaves part of a message on the wire, and nats.go would write
 // the next one after it: the server then answers "Unknown Protocol
-// Operation" and nats.go closes the connection for good. A bad opts gives
-// none of them (New reports it).
+// Operation" and nats.go closes the connection for good. The dialer
+// waits nats.DefaultTimeout (2s) for a TCP connection; a dialer of the
+// caller's given after these options replaces it, and should reset its
+// connections likewise. A bad opts gives none of them (New reports it).
 func ConnectOptions(opts Options) []nats.Option {
 	o, err := opts.resolve(0)
 	if err != nil {
