@@ -80,7 +80,31 @@
 // headers.
 //
 // Every request to the server has a deadline (Options.RequestTimeout, or
-// the caller's earlier one). While the server cannot be reached, Enqueue
-// returns the error and Dequeue keeps asking, logging once, until its ctx
-// ends. After Close every call returns pubsub.ErrClosed.
+// the caller's earlier one), and Enqueue returns by its ctx's end even
+// when nats.go cannot write to the socket (a full buffer, a failed
+// network): the publish goes on in the background, bounded by the request
+// timeout and Close, and the Enqueue returns an error wrapping ctx's. Its
+// message is then in doubt, as after any error from a publish that was
+// sent: it may be stored and delivered (a late store is logged at Warn
+// with the message's ID). Retry with EnqueueUnique to store it once, or
+// claim in the consumer (pubsub.Claim). Errors that refuse the message
+// before it is sent (pubsub.ErrTooLarge, pubsub.ErrInvalidHeader,
+// pubsub.ErrUnsupported, a ctx already ended) leave nothing.
+//
+// Connect's connection pings the server every half request timeout and
+// reconnects after 2 unanswered pings, bounds each socket write by the
+// request timeout and resets the connection and reconnects after one that
+// timed out (so no message cut short is followed by another): a connection
+// that went silent is replaced within about one and a half request
+// timeouts. A connection given to New should be made with the same
+// settings (ConnectOptions); whatever its settings, two request timeouts
+// in a row make the PubSub ping the server, and no answer within the
+// request timeout makes the connection reconnect (nats.Conn.ForceReconnect).
+// While the server cannot be reached, Enqueue returns the error and
+// Dequeue keeps asking, logging once, until its ctx ends. After Close
+// every call returns pubsub.ErrClosed.
+//
+// A message published on a topic's subject (Subject) without conveyor, by
+// plain nats.go say, is delivered like an enqueued one; docs/natspubsub.md
+// says what its ID, header and duplicate detection are.
 package natspubsub

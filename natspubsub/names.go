@@ -73,3 +73,17 @@ func (n names) addressedTo(subject, subTok string) bool {
 	rest, ok := strings.CutPrefix(subject, n.toPrefix)
 	return !ok || rest == subTok
 }
+
+// Subject returns the subject on which a publisher outside conveyor
+// (nats.go, the nats CLI, another language) publishes a message to topic
+// of the PubSubs with Options.Prefix prefix ("" means DefaultPrefix):
+// "<prefix>.t.<token>.all", where the token is the first 15 bytes of the
+// SHA-256 of the topic's name in lower-case base32 without padding. The
+// topic must be in use already (docs/natspubsub.md, "Publishing without
+// conveyor", says what such a message gets).
+func Subject(prefix, topic string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return topicNames(prefix, topic).publish
+}

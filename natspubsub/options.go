@@ -72,7 +72,11 @@ type Options struct {
 	// never delivered again, killed server or not (docs/natspubsub.md).
 	ConfirmAck bool
 	// RequestTimeout bounds each request to the server whose ctx has no
-	// earlier deadline. 0 means DefaultRequestTimeout.
+	// earlier deadline. 0 means DefaultRequestTimeout. It also sets the
+	// ping interval (half of it) and the socket write timeout of the
+	// connection Connect makes (ConnectOptions), and how long the server
+	// has to answer the PubSub's own ping after two request timeouts in a
+	// row before the connection is made to reconnect.
 	RequestTimeout time.Duration
 	// UniqueWindow is how long a key of EnqueueUnique (and so a message
 	// relayed with its ID, see package relay) is remembered from its first

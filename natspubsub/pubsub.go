@@ -28,6 +28,7 @@ type PubSub struct {
 	cancel context.CancelFunc
 	bg     sync.WaitGroup // the goroutines that end at Close (goBackground)
 	info   chan struct{}  // holds a token while an Info call runs (streamInfo)
+	watch  connWatch      // notices a silent connection (conn.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -41,7 +42,12 @@ var (
 
 // New returns a PubSub on nc, a connection the caller keeps and closes
 // after the PubSub. A bad option, or a server without JetStream, is an
-// error naming it.
+// error naming it. Make nc with ConnectOptions(opts) among its options:
+// with nats.go's defaults a connection that went silent is noticed after
+// minutes, and a writer can block for a minute on a full socket buffer.
+// Whatever its options, after two request timeouts in a row the PubSub
+// pings the server, and if no answer comes within Options.RequestTimeout
+// it makes nc reconnect (nc.ForceReconnect).
 func New(nc *nats.Conn, opts Options) (*PubSub, error) {
 	if nc == nil {
 		return nil, errors.New("natspubsub: New: nil *nats.Conn")
@@ -51,13 +57,14 @@ func New(nc *nats.Conn, opts Options) (*PubSub, error) {
 
 // Connect connects to the server at url (a comma-separated list for a
 // cluster) and returns a PubSub that owns the connection: Close closes it.
-// The connection reconnects by itself; while it is down, calls fail or
-// wait as their ctx allows.
+// The connection reconnects by itself, with the settings of ConnectOptions
+// (pings and socket writes bounded by Options.RequestTimeout); while it is
+// down, calls fail or wait as their ctx allows.
 func Connect(url string, opts Options) (*PubSub, error) {
 	if _, err := opts.resolve(0); err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(url, nats.Name("conveyor"), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(url, append(ConnectOptions(opts), nats.Name("conveyor"), nats.MaxReconnects(-1))...)
 	if err != nil {
 		return nil, fmt.Errorf("natspubsub: connecting to %s: %w", url, err)
 	}

@@ -207,8 +207,10 @@ func (s *subState) label() string { return backend.Label(s.st.name, s.name) }
 
 // fail is the error of a request to the server that failed with err: the
 // caller's ctx error when ctx ended, pubsub.ErrClosed when the PubSub was
-// closed, else err, with what was being done.
+// closed, else err, with what was being done. A timeout counts toward
+// the PubSub's watch of its connection (requestFailed).
 func (ps *PubSub) fail(ctx context.Context, doing string, err error) error {
+	ps.requestFailed(err)
 	switch {
 	case ps.ctx.Err() != nil:
 		return fmt.Errorf("natspubsub: %s: %w", doing, pubsub.ErrClosed)

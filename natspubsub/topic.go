@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -153,18 +154,89 @@ func (st *topicState) publish(ctx context.Context, subject, id, msgID string, da
 
 // publishMsg stores msg, on one of the topic's subjects, and reports
 // whether the server refused it as a duplicate.
+//
+// It returns by the end of ctx whatever the connection does: nats.go
+// writes a message to the socket in the publishing goroutine, which a full
+// socket buffer blocks for as long as the connection's FlusherTimeout. So
+// the publish runs in a goroutine of its own, bounded by
+// Options.RequestTimeout and Close, not by ctx, and the caller returns by
+// the end of ctx or of the request timeout; a caller who returned so
+// leaves the message in doubt (it is written once the socket takes it,
+// and may be stored), and that publish's outcome is logged: a message
+// stored after all at Warn, naming its ID.
 func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, err error) {
-	rctx, cancel := st.ps.request(ctx)
-	defer cancel()
-	ack, err := st.ps.js.PublishMsg(rctx, msg)
-	if err != nil {
+	ps := st.ps
+	doing := "enqueue on " + backend.Label(st.name, pubsub.DefaultSubscription)
+	p := &publishing{done: make(chan struct{})}
+	rctx, cancel := ps.request(context.WithoutCancel(ctx))
+	if !ps.goBackground(func() {
+		defer cancel()
+		p.ack, p.err = ps.js.PublishMsg(rctx, msg)
+		if p.err == nil {
+			ps.answered()
+		}
+		if p.state.CompareAndSwap(publishRunning, publishDone) {
+			close(p.done)
+			return
+		}
+		// The caller returned before the publish ended.
+		if p.err != nil {
+			ps.requestFailed(p.err)
+			ps.opts.Logger.Debug("natspubsub: an enqueue that returned before its publish ended was not stored", "topic", st.name,
+				"id", msg.Header.Get(hdrID), "error", p.err)
+			return
+		}
+		ps.opts.Logger.Warn("natspubsub: an enqueue that returned before its publish ended was stored after all", "topic", st.name,
+			"id", msg.Header.Get(hdrID), "duplicate", p.ack.Duplicate)
+	}) {
+		cancel()
+		return false, ps.fail(ctx, doing, pubsub.ErrClosed)
+	}
+	// The caller waits for the publish, its own ctx, or the request's
+	// (Options.RequestTimeout, Close), whichever ends first.
+	var end error
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		end = ctx.Err()
+	case <-rctx.Done():
+		end = rctx.Err()
+	}
+	if end != nil {
+		if p.state.CompareAndSwap(publishRunning, publishAbandoned) {
+			// Not fail: the publish's own outcome counts for the
+			// connection's watch, when it comes.
+			if ps.ctx.Err() != nil {
+				end = pubsub.ErrClosed
+			}
+			return false, fmt.Errorf("natspubsub: %s: %w (the publish goes on: the message may still be stored)", doing, end)
+		}
+		<-p.done // it finished meanwhile
+	}
+	if err := p.err; err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
 		}
-		return false, st.ps.fail(ctx, "enqueue on "+backend.Label(st.name, pubsub.DefaultSubscription), err)
+		return false, ps.fail(ctx, doing, err)
 	}
-	return ack.Duplicate, nil
+	return p.ack.Duplicate, nil
 }
+
+// publishing is one publish of publishMsg, whose caller may leave before
+// it is done.
+type publishing struct {
+	state atomic.Int32  // publishRunning, then publishDone or publishAbandoned
+	done  chan struct{} // closed at publishDone
+	ack   *jetstream.PubAck
+	err   error
+}
+
+// States of a publishing.
+const (
+	publishRunning int32 = iota
+	publishDone
+	publishAbandoned
+)
 
 // RetryPolicy returns the retry policy of the topic's messages (see
 // pubsub.RetryReporter).

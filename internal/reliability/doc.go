@@ -50,8 +50,15 @@
 // TestNatsServerRestart (item 3: a server the test owns, started with
 // nats-server from PATH or /usr/sbin, restarted in lame duck mode twice,
 // every call bounded by its ctx) and TestNatsBadInput (the shared cases and
-// NATS's own). They use $NATS_URL (scripts/with-nats.sh) and a stream prefix
-// of their own, or a server of their own.
+// NATS's own). TestNatsSilentConnection (issue 30, item 11: the proxy of
+// proxy_test.go silences the open connection to a server the test owns;
+// Enqueue and Dequeue succeed again, on Connect's connection and on a
+// caller's with nats.go's default pings) and
+// TestNatsEnqueueDeadlineOnPartition (item 12: the proxy stops reading,
+// the socket buffers fill under producers of ~1 MB messages; every Enqueue
+// returns by its ctx's deadline and works again after). They use $NATS_URL
+// (scripts/with-nats.sh) and a stream prefix of their own, or a server of
+// their own.
 //
 // The tests need PostgreSQL, as every database test of the module does:
 // run them with `make test` or

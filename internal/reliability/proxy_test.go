@@ -15,7 +15,9 @@ import (
 // silence makes the connections open at that moment stop answering (what
 // each side sends is read and dropped, the sockets stay open, as behind a
 // NAT or a proxy that lost its state, or before a hung server), while new
-// connections work.
+// connections work. partition stops it forwarding anything, on every
+// connection, without reading: the socket buffers fill and writers block,
+// as when a network link fails, until heal.
 type proxy struct {
 	ln     net.Listener
 	target string
@@ -23,6 +25,7 @@ type proxy struct {
 	mu     sync.Mutex
 	pairs  []*atomic.Bool // per connection: silenced
 	frozen bool           // new connections start silenced
+	gate   chan struct{}  // closed while the proxy forwards (not partitioned)
 	wg     sync.WaitGroup
 }
 
@@ -34,7 +37,8 @@ func startProxy(t *testing.T, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target}
+	p := &proxy{ln: ln, target: target, gate: make(chan struct{})}
+	close(p.gate)
 	var conns sync.Map
 	p.wg.Add(1)
 	go func() {
@@ -61,6 +65,7 @@ func startProxy(t *testing.T, target string) *proxy {
 		}
 	}()
 	t.Cleanup(func() {
+		p.heal()
 		ln.Close()
 		conns.Range(func(c, s any) bool {
 			c.(net.Conn).Close()
@@ -78,6 +83,10 @@ func (p *proxy) pipe(src, dst net.Conn, silent *atomic.Bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
+		p.mu.Lock()
+		gate := p.gate
+		p.mu.Unlock()
+		<-gate // while partitioned, read nothing
 		n, err := src.Read(buf)
 		if n > 0 && !silent.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -112,6 +121,33 @@ func (p *proxy) freeze() {
 	p.mu.Unlock()
 	p.silence()
 }
+
+// partition stops forwarding on every connection, open now or made later,
+// without reading what either side sends, until heal. A read under way
+// forwards what it gets; the next waits.
+func (p *proxy) partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+		p.gate = make(chan struct{})
+	default: // partitioned already
+	}
+}
+
+// heal ends a partition.
+func (p *proxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate:
+	default:
+		close(p.gate)
+	}
+}
+
+// addr returns the host:port of the proxy.
+func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 // dsn returns dsn pointed at the proxy.
 func (p *proxy) dsn(t *testing.T, dsn string) string {

@@ -220,15 +220,18 @@ func registerDatabase(ctx, ictx context.Context, cfg Config, log *slog.Logger) e
 
 // registerNATS connects to the NATS server and registers the connection
 // in the injector, where natspubsub.Register finds it; di.Shutdown closes
-// it last. The connection reconnects for as long as the app runs.
+// it last. The connection reconnects for as long as the app runs, with
+// natspubsub's settings for the default request timeout (pings, write
+// timeout: natspubsub.ConnectOptions).
 func registerNATS(ictx context.Context, cfg Config, log *slog.Logger) error {
-	nc, err := nats.Connect(cfg.NATSURL, nats.Name("conveyor-template"), nats.MaxReconnects(-1),
+	opts := append(natspubsub.ConnectOptions(natspubsub.Options{}), nats.Name("conveyor-template"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("NATS disconnected", "error", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+	nc, err := nats.Connect(cfg.NATSURL, opts...)
 	if err != nil {
 		return fmt.Errorf("NATS_URL: %w", err)
 	}
