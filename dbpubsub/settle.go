@@ -219,7 +219,8 @@ func (m *message) ackAsync() (bool, error) {
 	if err := m.acquire("ack"); err != nil {
 		return false, err
 	}
-	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name})
+	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name,
+		until: m.d.leased.Add(ps.opts.Lease)})
 	m.mu.Lock()
 	if queued {
 		m.state = msgSettled
@@ -242,6 +243,8 @@ type settleReq struct {
 	reason    string
 	done      chan error // nil: an asynchronous ack, nobody waits
 	topic     string     // for the log of a failed asynchronous ack
+	until     time.Time  // an asynchronous ack's lease ends no earlier (local clock): its retries stop then
+	retried   bool       // an asynchronous ack tried again (retryAcks)
 }
 
 func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
@@ -339,12 +342,12 @@ func (ps *PubSub) Flush(ctx context.Context) error {
 type idToken struct{ id, token int64 }
 
 // execSettle writes the settles of batch in one statement and tells each
-// its outcome.
+// its outcome. The asynchronous acks of a statement that failed for a
+// reason other than their leases are tried again (retryAcks).
 func (ps *PubSub) execSettle(batch []*settleReq) {
 	// Lock rows in id order, so that two statements never wait for each
 	// other's rows in opposite orders.
 	slices.SortFunc(batch, func(a, b *settleReq) int { return cmp.Compare(a.id, b.id) })
-	n := len(batch)
 	var acks int64
 	for _, r := range batch {
 		if r.done == nil {
@@ -353,9 +356,31 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	}
 	ps.pace.acks.Add(-acks)
 	stmt := ps.stmts.settle
-	if acks == int64(n) {
+	if acks == int64(len(batch)) {
 		stmt = ps.stmts.settleAsync // nobody waits: its commit need not either
 	}
+	done, err := ps.runSettle(stmt, batch)
+	var retry []*settleReq
+	for _, r := range batch {
+		if r.done != nil {
+			r.done <- settleOutcome(r, done, err)
+			continue
+		}
+		if err != nil && transient(err) {
+			retry = append(retry, r)
+			continue
+		}
+		ps.ackWritten(r, settleOutcome(r, done, err))
+	}
+	if len(retry) > 0 {
+		ps.retryAcks(retry)
+	}
+}
+
+// runSettle runs stmt, a settle statement, for batch, in id order, and
+// returns the rows it settled.
+func (ps *PubSub) runSettle(stmt string, batch []*settleReq) (map[idToken]bool, error) {
+	n := len(batch)
 	ids, tokens, delays := make([]int64, n), make([]int64, n), make([]int64, n)
 	statuses, reasons := make([]string, n), make([]string, n)
 	for i, r := range batch {
@@ -379,25 +404,112 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 		return rows.Err()
 	})
-	for _, r := range batch {
-		var rerr error
-		switch {
-		case err != nil:
-			rerr = err
-		case done[idToken{r.id, r.token}]:
-		default:
-			rerr = fmt.Errorf("%w: the row is no longer leased to this delivery", pubsub.ErrLeaseExpired)
-		}
-		if r.done != nil {
-			r.done <- rerr
-			continue
-		}
-		if rerr != nil {
-			ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
-				slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)), slog.Any("error", rerr))
-		}
-		ps.end() // the call ackAsync began
+	return done, err
+}
+
+// settleOutcome is r's outcome in a statement that settled the rows of
+// done, or failed with err.
+func settleOutcome(r *settleReq, done map[idToken]bool, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case done[idToken{r.id, r.token}]:
+		return nil
 	}
+	return fmt.Errorf("%w: the row is no longer leased to this delivery", pubsub.ErrLeaseExpired)
+}
+
+// ackWritten ends asynchronous ack r, whose outcome is err: a failure is
+// logged, nobody else hears of it.
+func (ps *PubSub) ackWritten(r *settleReq, err error) {
+	switch {
+	case err == nil:
+	case r.retried && errors.Is(err, pubsub.ErrLeaseExpired):
+		// An earlier try, whose connection was lost, may have been
+		// written: its reply never came.
+		ps.opts.Logger.Warn("dbpubsub: asynchronous ack tried again after a lost connection found its row no longer leased to the delivery; the first try may have been written, else the message is delivered again",
+			slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)))
+	default:
+		ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
+			slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)), slog.Any("error", err))
+	}
+	ps.end() // the call ackAsync began
+}
+
+// Bounds of the pause between tries of asynchronous acks (retryAcks).
+const (
+	ackRetryFirst = 10 * time.Millisecond
+	ackRetryMax   = time.Second
+)
+
+// retryAcks tries asynchronous acks again, whose statement failed for a
+// reason other than their leases (transient: the connection lost, the
+// server restarting, a deadlock or a serialization failure): at once, on
+// another connection of the pool (database/sql discards a broken one),
+// then after a pause that doubles, for as long as each one's lease holds
+// and the PubSub is not closed past its CloseTimeout. It runs on the lane
+// that ran the statement, so that Flush, and Close, wait for the acks;
+// the other lane keeps settling meanwhile. A settle statement can run
+// again: it settles only the rows still leased to their deliveries.
+func (ps *PubSub) retryAcks(acks []*settleReq) {
+	pause := time.Duration(0)
+	for len(acks) > 0 {
+		if pause > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ps.ctx.Done():
+			}
+			t.Stop()
+		}
+		pause = min(max(2*pause, ackRetryFirst), ackRetryMax)
+		now := time.Now()
+		try := acks[:0]
+		for _, r := range acks {
+			if ps.ctx.Err() != nil || !now.Before(r.until) {
+				ps.ackWritten(r, fmt.Errorf("%w: its statement failed until the lease ran out or the PubSub closed", errAckGaveUp))
+				continue
+			}
+			r.retried = true
+			try = append(try, r)
+		}
+		if len(try) == 0 {
+			return
+		}
+		done, err := ps.runSettle(ps.stmts.settleAsync, try)
+		acks = try[:0:0]
+		for _, r := range try {
+			if err != nil && transient(err) {
+				acks = append(acks, r)
+				continue
+			}
+			ps.ackWritten(r, settleOutcome(r, done, err))
+		}
+	}
+}
+
+// errAckGaveUp is the logged error of an asynchronous ack given up.
+var errAckGaveUp = errors.New("asynchronous ack given up")
+
+// transient reports whether err, the error of a settle statement, may
+// pass when the statement runs again on another connection: anything but
+// an error the server answered about the statement itself (a missing
+// table, a permission), except for the classes of a lost connection (08),
+// a transaction rolled back to be tried again (40: serialization failure,
+// deadlock), insufficient resources (53), an operator's intervention (57:
+// a server shutting down or restarting, a terminated backend) and system
+// errors (58). The context's errors count as transient: a statement that
+// ran into StatementTimeout on a silent connection is such a case.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return true
+	}
+	switch pgErr.Code[:2] {
+	case "08", "40", "53", "57", "58":
+		return true
+	}
+	return false
 }
 
 // settleDeadlockTries is how many times execSettle runs its statement when
