@@ -27,6 +27,17 @@ import (
 // lease. Ack queues its settle and returns (unless Options.ConfirmAck);
 // Flush and Close wait for the queued ones.
 
+// ErrOutcomeUnknown is wrapped, beside ctx's error, by the error of a
+// settle (Nack, Fail, Reject, ExtendLease, an Ack with
+// Options.ConfirmAck) whose ctx ended while its statement was on its way
+// to or from the server: the call returns then rather than await the
+// reply (a server that stopped answering would hold it until
+// StatementTimeout), and the statement may or may not take effect. A
+// settle that did leaves the delivery settled (a second settle returns
+// pubsub.ErrSettled or pubsub.ErrLeaseExpired); one that did not leaves it
+// leased, to be settled again or to come back when the lease runs out.
+var ErrOutcomeUnknown = errors.New("dbpubsub: the statement was sent, its outcome is unknown")
+
 // settlers is how many settle statements may be in flight at once: while
 // one waits for its commit, the next group is sent, and PostgreSQL flushes
 // concurrent commits together.
@@ -150,17 +161,21 @@ func (m *message) extend(ctx context.Context, d time.Duration) error {
 		return m.errorf("extend lease", err)
 	}
 	defer ps.end()
+	// Bounded by ctx too: an extension whose outcome is unknown leaves the
+	// lease as it was or extended, both of which the caller can live with
+	// (another extension, or the message back after the lease).
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
 	var n int64
-	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
-		res, err := ex.ExecContext(ctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
-		if err != nil {
-			return err
-		}
+	res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
+	if err == nil {
 		n, err = res.RowsAffected()
-		return err
-	})
+	}
 	if err != nil {
-		return m.errorf("extend lease", ctxErr(ctx, err))
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		return m.errorf("extend lease", ctxErr(ctx, ps.closedErr(err)))
 	}
 	if n == 0 {
 		return m.errorf("extend lease", pubsub.ErrLeaseExpired)
@@ -188,10 +203,25 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	if err := m.acquire(op); err != nil {
 		return err
 	}
-	err := m.st.ps.settle(ctx, &settleReq{
-		id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason,
-	})
+	r := &settleReq{id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason, msg: m}
+	handled, err := m.st.ps.settle(ctx, r)
+	if !handled {
+		m.settled(err)
+	}
+	if err != nil {
+		return m.errorf(op, err)
+	}
+	return nil
+}
+
+// settled records the outcome of the message's settle statement, or, nil
+// or not, of a settle that never reached one. It is called by the settle
+// lane that ran the statement, so that a call that returned when its ctx
+// ended (ErrOutcomeUnknown) still leaves the message in the state the
+// database has: busy until then.
+func (m *message) settled(err error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	switch {
 	case err == nil:
 		m.state = msgSettled
@@ -200,11 +230,6 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	default:
 		m.state = msgOpen // nothing was changed (or it is unknown); the caller may try again
 	}
-	m.mu.Unlock()
-	if err != nil {
-		return m.errorf(op, err)
-	}
-	return nil
 }
 
 // ackAsync queues the ack (unless Options.ConfirmAck). It reports false,
@@ -245,6 +270,7 @@ type settleReq struct {
 	topic     string     // for the log of a failed asynchronous ack
 	until     time.Time  // an asynchronous ack's lease ends no earlier (local clock): its retries stop then
 	retried   bool       // an asynchronous ack tried again (retryAcks)
+	msg       *message   // a synchronous settle's message, told its outcome by the lane
 }
 
 func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
@@ -285,14 +311,17 @@ func (p *settlePace) hurry() {
 // committed: nil, an error wrapping pubsub.ErrLeaseExpired when the
 // delivery no longer holds the row, or the statement's error. If ctx ends
 // before r is taken into a statement, it returns ctx's error and nothing
-// was changed; once taken, r's outcome is awaited (see PubSub.write).
-func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
+// was changed; once taken, it returns ctx's error wrapping
+// ErrOutcomeUnknown at once, rather than await a reply a server that
+// stopped answering would hold until StatementTimeout. It reports whether
+// a lane runs r's statement, and so tells r.msg its outcome.
+func (ps *PubSub) settle(ctx context.Context, r *settleReq) (handled bool, err error) {
 	if err := ps.begin(); err != nil {
-		return err
+		return false, err
 	}
 	defer ps.end()
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	r.done = make(chan error, 1)
 	ps.pace.waiting.Add(1)
@@ -301,12 +330,17 @@ func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
 	ps.pace.hurry()
 	select {
 	case err := <-r.done:
-		return err
+		return true, err
 	case <-ctx.Done():
 		if ps.settles.Cancel(t) {
-			return ctx.Err()
+			return false, ctx.Err()
 		}
-		return <-r.done
+		select {
+		case err := <-r.done: // answered meanwhile
+			return true, err
+		default:
+		}
+		return true, fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
 	}
 }
 
@@ -363,7 +397,11 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	var retry []*settleReq
 	for _, r := range batch {
 		if r.done != nil {
-			r.done <- settleOutcome(r, done, err)
+			out := settleOutcome(r, done, err)
+			if r.msg != nil {
+				r.msg.settled(out)
+			}
+			r.done <- out
 			continue
 		}
 		if err != nil && transient(err) {
