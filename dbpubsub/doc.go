@@ -38,18 +38,26 @@
 // returns an error wrapping pubsub.ErrLeaseExpired. By default Ack returns
 // once the ack is queued for a grouped write, so an ack lost with the
 // process (within milliseconds of the call) brings its message back after
-// its lease; with Options.ConfirmAck, Ack returns once it is committed.
+// its lease; a queued ack whose statement failed for another reason than
+// the lease (a lost connection, a server restarting, a deadlock or a
+// serialization failure) is written again on another connection while its
+// lease holds. With Options.ConfirmAck, Ack returns once it is committed.
 // Claims, queued acks and notifications skip the WAL flush (their own
 // transactions only): a PostgreSQL crash may bring back the messages
 // claimed or acked in its last moment, never lose one. Every optional
 // ability of package pubsub is offered.
 //
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's
-// error and changed nothing; once sent it is awaited, up to
+// error and changed nothing. Once sent, an enqueue is awaited, up to
 // Options.StatementTimeout, so a canceled Enqueue never reports a failure
-// for a message that was committed. An error after it was sent (a lost
+// for a message that was committed; a settle (Nack, Fail, Reject,
+// ExtendLease, Ack with ConfirmAck) returns when its ctx ends, with ctx's
+// error wrapping ErrOutcomeUnknown, so that no settle outlives its ctx on
+// a server that stopped answering. An error after it was sent (a lost
 // connection, Close) may hide a commit: retry with EnqueueUnique, or claim
-// in the consumer (pubsub.Claim). A schema that is not migrated is an
+// in the consumer (pubsub.Claim). No call holds a pooled connection while
+// it waits for another one, so a pool of any size serves any number of
+// callers, first uses of a topic included. A schema that is not migrated is an
 // error wrapping migrations.ErrNotMigrated. While the database cannot be
 // reached, Enqueue returns the error and Dequeue keeps trying, logging,
 // until its ctx ends. Every statement, its own or a caller's, has a

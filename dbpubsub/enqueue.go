@@ -300,12 +300,16 @@ func headerArgs(group []*enqReq, rows int) any {
 // guard): when it was not, nothing was written, and f runs again on the
 // route read anew, in the same transaction.
 func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, execer, *route) (bool, error)) error {
-	ex := c.ex
-	if c.idb == nil {
+	ex, own := c.ex, c.idb == nil
+	if own {
 		ex = c.t.pub.ps.sqldb
 	}
 	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) (err error) {
-		c.rt, err = c.t.pub.onRoute(ctx, ex, c.rt, func(rt *route) (bool, error) { return f(ctx, ex, rt) })
+		meta := ex // the connection write holds (see reroute)
+		if !own {
+			meta = c.t.pub.ps.sqldb
+		}
+		c.rt, err = c.t.pub.onRoute(ctx, ex, meta, c.rt, func(rt *route) (bool, error) { return f(ctx, ex, rt) })
 		return err
 	})
 }
@@ -444,9 +448,12 @@ type enqGroup struct {
 func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 	if len(r.data) > maxCallRows || r.size > maxGroupBytes {
 		ps := t.pub.ps
-		var rt *route
-		err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
-			rt, err = t.insertRows(ctx, ex, []*enqReq{r})
+		rt, err := t.pub.route(ctx) // before the connection: see lead
+		if err != nil {
+			return err
+		}
+		err = ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
+			rt, err = t.insertRows(ctx, ex, rt, []*enqReq{r})
 			return err
 		})
 		if err == nil {
@@ -496,8 +503,22 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 
 // lead runs a statement with r's rows and the queued calls it can take,
 // then hands its place to the next queued call.
+//
+// Nothing it waits for while it holds its connection needs another one or
+// another call: the route (whose first look-up creates the topic's ready
+// table, on the pool) is read and the callers of the last statement are
+// gathered before the connection is taken; a route read anew during the
+// statement is read on that connection (reroute). A leader holding a
+// connection while it waited for a second one could, with as many leaders
+// as the pool has connections, hold them all until StatementTimeout.
 func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 	ps := t.pub.ps
+	rt, err := t.pub.route(ctx)
+	if err != nil {
+		t.enq.handOff()
+		return err
+	}
+	t.enq.gather(ctx)
 	cctx, cancel := ps.stmtCtx(ctx)
 	conn, err := ps.sqldb.Conn(cctx)
 	cancel()
@@ -509,10 +530,9 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		t.enq.handOff()
 		return ps.closedErr(err)
 	}
-	t.enq.gather(ctx)
 	group := t.enq.take(r)
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
-	rt, err := t.insertRows(sctx, conn, group)
+	rt, err = t.insertRows(sctx, conn, rt, group)
 	err = ps.closedErr(err)
 	for _, q := range group {
 		q.err = err
@@ -522,7 +542,7 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		// not fail the others: each call tries again alone.
 		for _, q := range group {
 			var qrt *route
-			if qrt, q.err = t.insertRows(sctx, conn, []*enqReq{q}); q.err == nil {
+			if qrt, q.err = t.insertRows(sctx, conn, rt, []*enqReq{q}); q.err == nil {
 				rt = qrt
 			}
 		}
@@ -645,16 +665,20 @@ func (g *enqGroup) handOff() {
 }
 
 // insertRows inserts the rows of group in one statement, in order, on the
-// topic's route, read again while it changes (see enqueueCall.publish);
-// it returns the route used. (Why INSERT … unnest rather than COPY, and
-// [][]byte rather than pgtype.FlatArray: docs/design/dbpubsub.md,
-// "Enqueue".)
-func (t *Topic) insertRows(ctx context.Context, ex execer, group []*enqReq) (*route, error) {
-	rt, err := t.pub.route(ctx)
-	if err != nil {
-		return nil, err
+// topic's route rt, read again on ex, the connection the caller holds,
+// while it changes (see enqueueCall.publish); it returns the route used.
+// (Why INSERT … unnest rather than COPY, and [][]byte rather than
+// pgtype.FlatArray: docs/design/dbpubsub.md, "Enqueue".)
+func (t *Topic) insertRows(ctx context.Context, ex execer, rt *route, group []*enqReq) (*route, error) {
+	if rt == nil { // after a failed statement of lead's: the route kept now, else read on ex
+		if rt = t.pub.rt.Load(); rt == nil {
+			var err error
+			if rt, err = t.pub.reroute(ctx, ex, ex); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return t.pub.onRoute(ctx, ex, rt, func(rt *route) (bool, error) { return t.insertOn(ctx, ex, rt, group) })
+	return t.pub.onRoute(ctx, ex, ex, rt, func(rt *route) (bool, error) { return t.insertOn(ctx, ex, rt, group) })
 }
 
 // insertOn runs insertRows's statement on rt and reports whether rt was

@@ -112,10 +112,13 @@ type Options struct {
 	// 0 means DefaultMaxBatchSize; at most 512 MiB.
 	MaxBatchSize int
 	// StatementTimeout bounds how long a write (enqueue, settle, lease
-	// extension), once sent to the database, is awaited. Once sent, a write
-	// is awaited even if the caller's ctx ends, so that its result is the
-	// truth: a canceled Enqueue either returns its ctx's error and added
-	// nothing, or returns nil. It bounds every other statement too (claims,
+	// extension), once sent to the database, is awaited. Once sent, an
+	// enqueue is awaited even if the caller's ctx ends, so that its result
+	// is the truth: a canceled Enqueue either returns its ctx's error and
+	// added nothing, or returns nil. A settle or lease extension returns
+	// when its ctx ends, the statement's outcome unknown (ErrOutcomeUnknown);
+	// a queued ack is written by the PubSub's settlers, under this timeout.
+	// It bounds every other statement too (claims,
 	// lease renewals, rescue, pruning, look-ups, the listener's pings) and
 	// each wait for a pool connection, so that connections that stop
 	// answering fail and are replaced instead of stalling a consumer. 0
@@ -130,12 +133,15 @@ type Options struct {
 	// (pubsub.ErrSettled) and a closed PubSub at once; an ack whose
 	// delivery is in the second half of its lease, or that finds the queue
 	// full, waits for its commit, so that a lost lease is reported. A
-	// queued ack that cannot be written (the connection failed, the lease
-	// ran out meanwhile) is logged, and the message is delivered again when
-	// its lease runs out: delivery stays at least once, but an acked
-	// message may come back if the process dies within a few milliseconds
-	// of the Ack, or the server within its WAL writer's delay (the queued
-	// acks commit without waiting for the WAL flush). Close and Flush write
+	// queued ack whose statement failed for another reason than the lease
+	// (the connection lost, the server restarting, a deadlock) is tried
+	// again on another connection while its lease holds; one that cannot
+	// be written then (its lease ran out, the PubSub closed) is logged, and
+	// the message is delivered again when its lease runs out: delivery
+	// stays at least once, but an acked message may come back if the
+	// process dies within a few milliseconds of the Ack, or the server
+	// within its WAL writer's delay (the queued acks commit without
+	// waiting for the WAL flush). Close and Flush write
 	// the queued acks; Stats flushes first. Set ConfirmAck when an Ack must
 	// mean "this message will not be delivered again".
 	ConfirmAck bool

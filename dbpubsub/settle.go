@@ -27,6 +27,17 @@ import (
 // lease. Ack queues its settle and returns (unless Options.ConfirmAck);
 // Flush and Close wait for the queued ones.
 
+// ErrOutcomeUnknown is wrapped, beside ctx's error, by the error of a
+// settle (Nack, Fail, Reject, ExtendLease, an Ack with
+// Options.ConfirmAck) whose ctx ended while its statement was on its way
+// to or from the server: the call returns then rather than await the
+// reply (a server that stopped answering would hold it until
+// StatementTimeout), and the statement may or may not take effect. A
+// settle that did leaves the delivery settled (a second settle returns
+// pubsub.ErrSettled or pubsub.ErrLeaseExpired); one that did not leaves it
+// leased, to be settled again or to come back when the lease runs out.
+var ErrOutcomeUnknown = errors.New("dbpubsub: the statement was sent, its outcome is unknown")
+
 // settlers is how many settle statements may be in flight at once: while
 // one waits for its commit, the next group is sent, and PostgreSQL flushes
 // concurrent commits together.
@@ -150,17 +161,21 @@ func (m *message) extend(ctx context.Context, d time.Duration) error {
 		return m.errorf("extend lease", err)
 	}
 	defer ps.end()
+	// Bounded by ctx too: an extension whose outcome is unknown leaves the
+	// lease as it was or extended, both of which the caller can live with
+	// (another extension, or the message back after the lease).
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
 	var n int64
-	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
-		res, err := ex.ExecContext(ctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
-		if err != nil {
-			return err
-		}
+	res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
+	if err == nil {
 		n, err = res.RowsAffected()
-		return err
-	})
+	}
 	if err != nil {
-		return m.errorf("extend lease", ctxErr(ctx, err))
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		}
+		return m.errorf("extend lease", ctxErr(ctx, ps.closedErr(err)))
 	}
 	if n == 0 {
 		return m.errorf("extend lease", pubsub.ErrLeaseExpired)
@@ -188,10 +203,25 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	if err := m.acquire(op); err != nil {
 		return err
 	}
-	err := m.st.ps.settle(ctx, &settleReq{
-		id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason,
-	})
+	r := &settleReq{id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason, msg: m}
+	handled, err := m.st.ps.settle(ctx, r)
+	if !handled {
+		m.settled(err)
+	}
+	if err != nil {
+		return m.errorf(op, err)
+	}
+	return nil
+}
+
+// settled records the outcome of the message's settle statement, or, nil
+// or not, of a settle that never reached one. It is called by the settle
+// lane that ran the statement, so that a call that returned when its ctx
+// ended (ErrOutcomeUnknown) still leaves the message in the state the
+// database has: busy until then.
+func (m *message) settled(err error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	switch {
 	case err == nil:
 		m.state = msgSettled
@@ -200,11 +230,6 @@ func (m *message) settle(ctx context.Context, op, status string, delay time.Dura
 	default:
 		m.state = msgOpen // nothing was changed (or it is unknown); the caller may try again
 	}
-	m.mu.Unlock()
-	if err != nil {
-		return m.errorf(op, err)
-	}
-	return nil
 }
 
 // ackAsync queues the ack (unless Options.ConfirmAck). It reports false,
@@ -219,7 +244,8 @@ func (m *message) ackAsync() (bool, error) {
 	if err := m.acquire("ack"); err != nil {
 		return false, err
 	}
-	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name})
+	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name,
+		until: m.d.leased.Add(ps.opts.Lease)})
 	m.mu.Lock()
 	if queued {
 		m.state = msgSettled
@@ -242,6 +268,9 @@ type settleReq struct {
 	reason    string
 	done      chan error // nil: an asynchronous ack, nobody waits
 	topic     string     // for the log of a failed asynchronous ack
+	until     time.Time  // an asynchronous ack's lease ends no earlier (local clock): its retries stop then
+	retried   bool       // an asynchronous ack tried again (retryAcks)
+	msg       *message   // a synchronous settle's message, told its outcome by the lane
 }
 
 func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
@@ -282,14 +311,17 @@ func (p *settlePace) hurry() {
 // committed: nil, an error wrapping pubsub.ErrLeaseExpired when the
 // delivery no longer holds the row, or the statement's error. If ctx ends
 // before r is taken into a statement, it returns ctx's error and nothing
-// was changed; once taken, r's outcome is awaited (see PubSub.write).
-func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
+// was changed; once taken, it returns ctx's error wrapping
+// ErrOutcomeUnknown at once, rather than await a reply a server that
+// stopped answering would hold until StatementTimeout. It reports whether
+// a lane runs r's statement, and so tells r.msg its outcome.
+func (ps *PubSub) settle(ctx context.Context, r *settleReq) (handled bool, err error) {
 	if err := ps.begin(); err != nil {
-		return err
+		return false, err
 	}
 	defer ps.end()
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	r.done = make(chan error, 1)
 	ps.pace.waiting.Add(1)
@@ -298,12 +330,17 @@ func (ps *PubSub) settle(ctx context.Context, r *settleReq) error {
 	ps.pace.hurry()
 	select {
 	case err := <-r.done:
-		return err
+		return true, err
 	case <-ctx.Done():
 		if ps.settles.Cancel(t) {
-			return ctx.Err()
+			return false, ctx.Err()
 		}
-		return <-r.done
+		select {
+		case err := <-r.done: // answered meanwhile
+			return true, err
+		default:
+		}
+		return true, fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
 	}
 }
 
@@ -339,12 +376,12 @@ func (ps *PubSub) Flush(ctx context.Context) error {
 type idToken struct{ id, token int64 }
 
 // execSettle writes the settles of batch in one statement and tells each
-// its outcome.
+// its outcome. The asynchronous acks of a statement that failed for a
+// reason other than their leases are tried again (retryAcks).
 func (ps *PubSub) execSettle(batch []*settleReq) {
 	// Lock rows in id order, so that two statements never wait for each
 	// other's rows in opposite orders.
 	slices.SortFunc(batch, func(a, b *settleReq) int { return cmp.Compare(a.id, b.id) })
-	n := len(batch)
 	var acks int64
 	for _, r := range batch {
 		if r.done == nil {
@@ -353,9 +390,35 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	}
 	ps.pace.acks.Add(-acks)
 	stmt := ps.stmts.settle
-	if acks == int64(n) {
+	if acks == int64(len(batch)) {
 		stmt = ps.stmts.settleAsync // nobody waits: its commit need not either
 	}
+	done, err := ps.runSettle(stmt, batch)
+	var retry []*settleReq
+	for _, r := range batch {
+		if r.done != nil {
+			out := settleOutcome(r, done, err)
+			if r.msg != nil {
+				r.msg.settled(out)
+			}
+			r.done <- out
+			continue
+		}
+		if err != nil && transient(err) {
+			retry = append(retry, r)
+			continue
+		}
+		ps.ackWritten(r, settleOutcome(r, done, err))
+	}
+	if len(retry) > 0 {
+		ps.retryAcks(retry)
+	}
+}
+
+// runSettle runs stmt, a settle statement, for batch, in id order, and
+// returns the rows it settled.
+func (ps *PubSub) runSettle(stmt string, batch []*settleReq) (map[idToken]bool, error) {
+	n := len(batch)
 	ids, tokens, delays := make([]int64, n), make([]int64, n), make([]int64, n)
 	statuses, reasons := make([]string, n), make([]string, n)
 	for i, r := range batch {
@@ -379,25 +442,112 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 		}
 		return rows.Err()
 	})
-	for _, r := range batch {
-		var rerr error
-		switch {
-		case err != nil:
-			rerr = err
-		case done[idToken{r.id, r.token}]:
-		default:
-			rerr = fmt.Errorf("%w: the row is no longer leased to this delivery", pubsub.ErrLeaseExpired)
-		}
-		if r.done != nil {
-			r.done <- rerr
-			continue
-		}
-		if rerr != nil {
-			ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
-				slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)), slog.Any("error", rerr))
-		}
-		ps.end() // the call ackAsync began
+	return done, err
+}
+
+// settleOutcome is r's outcome in a statement that settled the rows of
+// done, or failed with err.
+func settleOutcome(r *settleReq, done map[idToken]bool, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case done[idToken{r.id, r.token}]:
+		return nil
 	}
+	return fmt.Errorf("%w: the row is no longer leased to this delivery", pubsub.ErrLeaseExpired)
+}
+
+// ackWritten ends asynchronous ack r, whose outcome is err: a failure is
+// logged, nobody else hears of it.
+func (ps *PubSub) ackWritten(r *settleReq, err error) {
+	switch {
+	case err == nil:
+	case r.retried && errors.Is(err, pubsub.ErrLeaseExpired):
+		// An earlier try, whose connection was lost, may have been
+		// written: its reply never came.
+		ps.opts.Logger.Warn("dbpubsub: asynchronous ack tried again after a lost connection found its row no longer leased to the delivery; the first try may have been written, else the message is delivered again",
+			slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)))
+	default:
+		ps.opts.Logger.Warn("dbpubsub: asynchronous ack not written; the message is delivered again when its lease runs out",
+			slog.String("topic", r.topic), slog.String("message_id", strconv.FormatInt(r.id, 10)), slog.Any("error", err))
+	}
+	ps.end() // the call ackAsync began
+}
+
+// Bounds of the pause between tries of asynchronous acks (retryAcks).
+const (
+	ackRetryFirst = 10 * time.Millisecond
+	ackRetryMax   = time.Second
+)
+
+// retryAcks tries asynchronous acks again, whose statement failed for a
+// reason other than their leases (transient: the connection lost, the
+// server restarting, a deadlock or a serialization failure): at once, on
+// another connection of the pool (database/sql discards a broken one),
+// then after a pause that doubles, for as long as each one's lease holds
+// and the PubSub is not closed past its CloseTimeout. It runs on the lane
+// that ran the statement, so that Flush, and Close, wait for the acks;
+// the other lane keeps settling meanwhile. A settle statement can run
+// again: it settles only the rows still leased to their deliveries.
+func (ps *PubSub) retryAcks(acks []*settleReq) {
+	pause := time.Duration(0)
+	for len(acks) > 0 {
+		if pause > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ps.ctx.Done():
+			}
+			t.Stop()
+		}
+		pause = min(max(2*pause, ackRetryFirst), ackRetryMax)
+		now := time.Now()
+		try := acks[:0]
+		for _, r := range acks {
+			if ps.ctx.Err() != nil || !now.Before(r.until) {
+				ps.ackWritten(r, fmt.Errorf("%w: its statement failed until the lease ran out or the PubSub closed", errAckGaveUp))
+				continue
+			}
+			r.retried = true
+			try = append(try, r)
+		}
+		if len(try) == 0 {
+			return
+		}
+		done, err := ps.runSettle(ps.stmts.settleAsync, try)
+		acks = try[:0:0]
+		for _, r := range try {
+			if err != nil && transient(err) {
+				acks = append(acks, r)
+				continue
+			}
+			ps.ackWritten(r, settleOutcome(r, done, err))
+		}
+	}
+}
+
+// errAckGaveUp is the logged error of an asynchronous ack given up.
+var errAckGaveUp = errors.New("asynchronous ack given up")
+
+// transient reports whether err, the error of a settle statement, may
+// pass when the statement runs again on another connection: anything but
+// an error the server answered about the statement itself (a missing
+// table, a permission), except for the classes of a lost connection (08),
+// a transaction rolled back to be tried again (40: serialization failure,
+// deadlock), insufficient resources (53), an operator's intervention (57:
+// a server shutting down or restarting, a terminated backend) and system
+// errors (58). The context's errors count as transient: a statement that
+// ran into StatementTimeout on a silent connection is such a case.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
+		return true
+	}
+	switch pgErr.Code[:2] {
+	case "08", "40", "53", "57", "58":
+		return true
+	}
+	return false
 }
 
 // settleDeadlockTries is how many times execSettle runs its statement when

@@ -234,11 +234,19 @@ func (st *topicState) channel(ctx context.Context) (string, error) {
 // migrations.ErrNotMigrated when the schema lacks the message table or
 // migration 0003.
 func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
+	return st.lookupOn(ctx, st.ps.sqldb)
+}
+
+// lookupOn is lookup with its statements sent on db: the pool, or the
+// connection a caller already holds, so that it never waits for a second
+// one from the pool while holding one (a pool of n connections held by n
+// such callers would wait for each other until StatementTimeout).
+func (st *topicState) lookupOn(ctx context.Context, db execer) (*topicMeta, error) {
 	if m := st.meta.Load(); m != nil {
 		return m, nil
 	}
 	ps := st.ps
-	q, err := ps.qualifiedTable(ctx)
+	q, err := ps.qualifiedTableOn(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +257,7 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	fn, table := schema+"."+quoteIdent(migrations.ReadyTableFunc(ps.opts.Table)), schema+"."+quoteIdent(ps.opts.Table)
 	var ready string
 	sctx, cancel := ps.stmtCtx(ctx)
-	err = ps.sqldb.QueryRowContext(sctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
+	err = db.QueryRowContext(sctx, "SELECT "+fn+"($1)", st.name).Scan(&ready)
 	cancel()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
@@ -258,7 +266,7 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look up the ready table of %s: %w", st.label(), err)
 	}
-	seq, err := ps.idSeq(ctx, table)
+	seq, err := ps.idSeq(ctx, db, table)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +282,12 @@ func (st *topicState) lookup(ctx context.Context) (*topicMeta, error) {
 // claims messages names its headers column) or 0008 (every claim reads
 // the paused table).
 func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
+	return ps.qualifiedTableOn(ctx, ps.sqldb)
+}
+
+// qualifiedTableOn is qualifiedTable with its statement sent on db (see
+// lookupOn).
+func (ps *PubSub) qualifiedTableOn(ctx context.Context, db execer) (string, error) {
 	if q := ps.qualified.Load(); q != nil {
 		return *q, nil
 	}
@@ -282,7 +296,7 @@ func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
 	var q string
 	var headers, paused bool
 	sctx, cancel := ps.stmtCtx(ctx)
-	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table), migrations.PausedTable(ps.opts.Table)).
+	err := db.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table), migrations.PausedTable(ps.opts.Table)).
 		Scan(&q, &headers, &paused)
 	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
@@ -310,8 +324,9 @@ type idSequence struct {
 }
 
 // idSeq returns the message table's id sequence, looking it up once per
-// PubSub; table is the table's schema-qualified, quoted name.
-func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) {
+// PubSub, on db (see lookupOn); table is the table's schema-qualified,
+// quoted name.
+func (ps *PubSub) idSeq(ctx context.Context, db execer, table string) (*idSequence, error) {
 	if s := ps.ids.Load(); s != nil {
 		return s, nil
 	}
@@ -319,7 +334,7 @@ func (ps *PubSub) idSeq(ctx context.Context, table string) (*idSequence, error) 
 	var s idSequence
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
-	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
+	if err := db.QueryRowContext(sctx, ps.stmts.sequence, table).Scan(&s.name, &s.increment); err != nil {
 		return nil, fmt.Errorf("look up the id sequence of table %s: %w", table, err)
 	}
 	ps.ids.Store(&s)

@@ -64,15 +64,20 @@ func (st *topicState) route(ctx context.Context) (*route, error) {
 	if r := st.rt.Load(); r != nil {
 		return r, nil
 	}
-	return st.reroute(ctx, st.ps.sqldb)
+	return st.reroute(ctx, st.ps.sqldb, st.ps.sqldb)
 }
 
 // reroute reads st's route from the database through q (the caller's
-// transaction, so that it reads what the transaction's statements see, or
-// the pool), and keeps it unless a newer one was kept meanwhile.
-func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
+// transaction, so that it reads what the transaction's statements see, the
+// connection the publish holds, or the pool), and keeps it unless a newer
+// one was kept meanwhile. The first-use look-ups of the route's queues
+// (lookupOn) run on meta: q itself when it is a connection the publish
+// holds, so that it never waits for another while holding it; the pool
+// when q is a caller's transaction, whose rollback must not undo a ready
+// table the process then believes in.
+func (st *topicState) reroute(ctx context.Context, q, meta execer) (*route, error) {
 	ps := st.ps
-	if _, err := ps.qualifiedTable(ctx); err != nil {
+	if _, err := ps.qualifiedTableOn(ctx, meta); err != nil {
 		return nil, err
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
@@ -103,7 +108,7 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 	readies := make([]string, len(subs))
 	for i, sub := range subs {
 		qs := ps.state(st.topic, sub)
-		m, err := qs.lookup(ctx)
+		m, err := qs.lookupOn(ctx, meta)
 		if err != nil {
 			return nil, err
 		}
@@ -133,10 +138,11 @@ func (st *topicState) reroute(ctx context.Context, q execer) (*route, error) {
 }
 
 // onRoute runs f, one publish statement, on rt and then on the route read
-// anew through ex while f reports that the route it ran on was not current
-// (the statement's guard: it wrote nothing), up to maxReroutes times; it
-// returns the route f last ran on. st is the topic's default subscription.
-func (st *topicState) onRoute(ctx context.Context, ex execer, rt *route, f func(*route) (bool, error)) (*route, error) {
+// anew through ex (its look-ups on meta, see reroute) while f reports that
+// the route it ran on was not current (the statement's guard: it wrote
+// nothing), up to maxReroutes times; it returns the route f last ran on.
+// st is the topic's default subscription.
+func (st *topicState) onRoute(ctx context.Context, ex, meta execer, rt *route, f func(*route) (bool, error)) (*route, error) {
 	for i := 0; ; i++ {
 		ok, err := f(rt)
 		if err != nil || ok {
@@ -145,7 +151,7 @@ func (st *topicState) onRoute(ctx context.Context, ex execer, rt *route, f func(
 		if i == maxReroutes {
 			return rt, errRouteChanged
 		}
-		if rt, err = st.reroute(ctx, ex); err != nil {
+		if rt, err = st.reroute(ctx, ex, meta); err != nil {
 			return nil, err
 		}
 	}

@@ -41,6 +41,13 @@
 // ones too, Close returns after CloseTimeout and Shutdown when its ctx
 // ends, and the Enqueue in flight fails with pubsub.ErrClosed.
 //
+// Issue 30: TestAckStorm (item 3) counts the messages handled twice with
+// the default acks while pg_terminate_backend kills the consumers'
+// connections every 100-250 ms (at most 1%: queued acks cut off are
+// written again); TestSettleOnFrozenServer (item 2) checks that Nack,
+// Fail, Reject, ExtendLease and Ack with ConfirmAck return by their ctx's
+// deadline on a frozen server.
+//
 // TestBadInput is the table of bad inputs (topic names, data, messages,
 // topics, events, di, migrations).
 //

@@ -3,6 +3,9 @@ package reliability
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,5 +70,96 @@ func TestCloseOnFrozenServer(t *testing.T) {
 				t.Fatal("the Enqueue in flight did not return within a minute of the close")
 			}
 		})
+	}
+}
+
+// Fault: the server stops answering (frozen, its port still open) while
+// consumers hold deliveries, and each settles its own with a ctx of a
+// few seconds: Nack, Fail (the last attempt: dead), Reject, Ack with
+// ConfirmAck and ExtendLease. Each returns its ctx's error when the ctx
+// ends, though StatementTimeout is ten minutes: a statement the server
+// never answered has an unknown outcome, and the call says so rather than
+// await it. (The watchdog, a minute, only tells a hang from an answer.)
+func TestSettleOnFrozenServer(t *testing.T) {
+	dsn, _ := newStore(t)
+	px := startProxy(t, serverOf(t, dsn))
+	db := openDB(t, px.dsn(t, dsn))
+	base := dbpubsub.Options{StatementTimeout: 10 * time.Minute, CloseTimeout: time.Second, Lease: 5 * time.Minute, Logger: discard}
+	confirm := base
+	confirm.ConfirmAck = true
+	confirm.Retry = pubsub.RetryPolicy{MaxAttempts: 1}
+	type call struct {
+		name string
+		ps   *dbpubsub.PubSub
+		f    func(ctx context.Context, m pubsub.Message) error
+	}
+	plain, strict := newPubSub(t, db, base), newPubSub(t, db, confirm)
+	calls := []call{
+		{"Nack", plain, func(ctx context.Context, m pubsub.Message) error { return m.Nack(ctx) }},
+		{"Fail", plain, func(ctx context.Context, m pubsub.Message) error {
+			return pubsub.Fail(ctx, m, errors.New("frozen"))
+		}},
+		{"Reject", plain, func(ctx context.Context, m pubsub.Message) error {
+			return pubsub.Reject(ctx, m, errors.New("frozen"))
+		}},
+		{"ExtendLease", plain, func(ctx context.Context, m pubsub.Message) error {
+			return pubsub.ExtendLease(ctx, m, time.Minute)
+		}},
+		{"Ack with ConfirmAck", strict, func(ctx context.Context, m pubsub.Message) error { return m.Ack(ctx) }},
+		{"Fail at the last attempt (dead)", strict, func(ctx context.Context, m pubsub.Message) error {
+			return pubsub.Fail(ctx, m, errors.New("frozen"))
+		}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	msgs := make([]pubsub.Message, len(calls))
+	for i, c := range calls {
+		tp := c.ps.Topic("frozen-settle-" + strconv.Itoa(i))
+		if err := tp.Enqueue(ctx, []byte(c.name)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs[i] = m
+	}
+	px.freeze()
+	errs := make(chan error, len(calls))
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	for _, c := range calls {
+		pending[c.name] = true
+	}
+	for i, c := range calls {
+		go func() {
+			defer func() {
+				mu.Lock()
+				delete(pending, c.name)
+				mu.Unlock()
+			}()
+			cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer ccancel()
+			err := c.f(cctx, msgs[i])
+			if !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%s on a frozen server: %v, want its ctx's error (context.DeadlineExceeded)", c.name, err)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	watchdog := time.After(time.Minute)
+	for range calls {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-watchdog:
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("settle calls on a frozen server did not return within a minute (StatementTimeout is ten): %v", pending)
+		}
 	}
 }
