@@ -39,8 +39,9 @@ var files embed.FS
 type Option func(*config)
 
 type config struct {
-	table   string
-	appRole string // WithAppRole: the role to grant once up to date
+	table     string
+	appRole   string // WithAppRole: the role to grant once up to date
+	forceDown bool   // WithForceDown
 }
 
 // WithTable sets the message table's name (DefaultTable if not given). It
