@@ -61,6 +61,14 @@
 // dense.
 //
 // Down migrations exist for each step; run them with the processes of the
-// newer schema stopped. What each migration changed, and what processes
+// newer schema stopped. Down reverts the newest applied one (conveyor
+// migrate --down from a shell). Those that move or drop where messages are
+// kept or what they hold (0001, 0002, 0003, 0005, 0007) refuse while the
+// message table keeps a message not finished (ready, scheduled, processing
+// or dead), so that no message is made undeliverable: Down then wraps
+// ErrNotEmpty, and changes nothing; WithForceDown (or, running the SQL by
+// hand, the session setting conveyor.force_down = on) runs them anyway.
+// The others (0004, 0006, 0008) keep every message deliverable once the
+// schema is up again. What each migration changed, and what processes
 // older than it see, is in docs/design/migrations.md.
 package migrations
