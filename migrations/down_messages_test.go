@@ -90,7 +90,7 @@ func TestDownRefusesWhileMessagesWait(t *testing.T) {
 	}
 	name, err = migrations.Down(ctx, db)
 	if !errors.Is(err, migrations.ErrNotEmpty) || name != "" ||
-		!strings.Contains(err.Error(), "0007_headers") || !strings.Contains(err.Error(), "180 messages") {
+		!strings.Contains(err.Error(), "0007_headers") || !strings.Contains(err.Error(), "180 message(s)") {
 		t.Fatalf("Down of 0007 with 180 messages not finished = %q, %v; want ErrNotEmpty naming the migration and the count", name, err)
 	}
 	if err := migrations.Verify(ctx, db); err == nil || !strings.Contains(err.Error(), "0008") || strings.Contains(err.Error(), "0007") {

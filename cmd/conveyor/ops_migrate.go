@@ -17,13 +17,40 @@ serialised. The same as migrations.Migrate(ctx, db) in an app.
   -grant ROLE   then grant ROLE exactly what an app running dbpubsub needs
                 (migrations.Grant): run as the role that owns the tables, so
                 that the app can run as ROLE, owning nothing
+  -down         instead, revert the newest applied migration (migrations.Down),
+                with the apps stopped; one that could make waiting messages
+                undeliverable refuses while the table keeps any (exit 4)
+  -force        with -down: revert it anyway
 `,
-	flags: func(fs *flag.FlagSet) { fs.String("grant", "", "") },
-	run:   runMigrate,
+	flags: func(fs *flag.FlagSet) {
+		fs.String("grant", "", "")
+		fs.Bool("down", false, "")
+		fs.Bool("force", false, "")
+	},
+	run: runMigrate,
 }
 
 func runMigrate(c *opsCall) error {
 	opts := []migrations.Option{migrations.WithTable(c.table)}
+	if c.flag("down") == "true" {
+		if c.flag("grant") != "" {
+			return usageErrorf("--grant and --down do not go together")
+		}
+		if c.flag("force") == "true" {
+			opts = append(opts, migrations.WithForceDown())
+		}
+		name, err := migrations.Down(c.ctx, c.db, opts...)
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			return c.done(map[string]any{"table": c.table, "reverted": nil}, "Table %q has no migration applied.\n", c.table)
+		}
+		return c.done(map[string]any{"table": c.table, "reverted": name}, "Table %q: reverted %s.\n", c.table, name)
+	}
+	if c.flag("force") == "true" {
+		return usageErrorf("--force goes with --down only")
+	}
 	role := c.flag("grant")
 	if role != "" {
 		opts = append(opts, migrations.WithAppRole(role))

@@ -80,3 +80,44 @@ func TestOpsMigrateGrant(t *testing.T) {
 		t.Errorf("topics as %s: exit %d, stdout %q, stderr %q", role, code, out, errs)
 	}
 }
+
+// migrate --down reverts one migration at a time; one that could make
+// waiting messages undeliverable is refused (exit 4) while a message
+// waits, and runs with --force.
+func TestOpsMigrateDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, db := pgtest.NewSchema(t)
+	e := env{vars: map[string]string{"DATABASE_URL": dsn}}
+	if code, out, errs := runCmd(t, e, "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	ps, err := dbpubsub.New(db, dbpubsub.Options{NoListen: true, PruneInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Topic("orders").Enqueue(ctx, []byte("waiting")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, e, "migrate", "--down")
+	if code != 0 || out != "Table \"conveyor_events\": reverted 0008_pause.\n" {
+		t.Fatalf("migrate --down: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCmd(t, e, "migrate", "--down")
+	if code != 4 || out != "" || !strings.Contains(errs, "keeps 1 message(s) not finished") || !strings.Contains(errs, "--force") {
+		t.Fatalf("migrate --down of 0007 with a message waiting: exit %d, stdout %q, stderr %q; want 4 and the hint", code, out, errs)
+	}
+	code, out, errs = runCmd(t, e, "migrate", "--down", "--force")
+	if code != 0 || out != "Table \"conveyor_events\": reverted 0007_headers.\n" {
+		t.Fatalf("migrate --down --force: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := runCmd(t, e, "migrate", "--force"); code != 2 {
+		t.Errorf("migrate --force without --down: exit %d, stderr %q; want 2", code, errs)
+	}
+	if code, out, errs := runCmd(t, e, "migrate"); code != 0 {
+		t.Fatalf("migrate up again: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

@@ -8,7 +8,7 @@ BEGIN
     IF coalesce(current_setting('conveyor.force_down', true), '') <> 'on' AND to_regclass('{{.Table}}') IS NOT NULL THEN
         SELECT (SELECT count(*) FROM {{.Table}} WHERE status <> 'finished') INTO n;
         IF n > 0 THEN
-            RAISE EXCEPTION 'the message table {{.Prefix}} keeps % messages not finished (ready, scheduled, processing or dead), which this down migration (%) could make undeliverable; deliver, purge or keep them (set conveyor.force_down = on, or migrations.WithForceDown, to run it anyway)', n, '0001_create_events'
+            RAISE EXCEPTION 'the message table {{.Prefix}} keeps % message(s) not finished (ready, scheduled, processing or dead), which this down migration (%) could make undeliverable; deliver, purge or keep them (set conveyor.force_down = on, or migrations.WithForceDown, to run it anyway)', n, '0001_create_events'
                 USING ERRCODE = 'CVD01';
         END IF;
     END IF;

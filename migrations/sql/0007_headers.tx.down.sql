@@ -9,7 +9,7 @@ BEGIN
         SELECT (SELECT count(*) FROM {{.Table}} WHERE status <> 'finished')
             + (SELECT count(*) FROM "{{.Prefix}}_ready") INTO n;
         IF n > 0 THEN
-            RAISE EXCEPTION 'the message table {{.Prefix}} keeps % messages not finished (ready, scheduled, processing or dead), which this down migration (%) could make undeliverable; deliver, purge or keep them (set conveyor.force_down = on, or migrations.WithForceDown, to run it anyway)', n, '0007_headers'
+            RAISE EXCEPTION 'the message table {{.Prefix}} keeps % message(s) not finished (ready, scheduled, processing or dead), which this down migration (%) could make undeliverable; deliver, purge or keep them (set conveyor.force_down = on, or migrations.WithForceDown, to run it anyway)', n, '0007_headers'
                 USING ERRCODE = 'CVD01';
         END IF;
     END IF;
