@@ -45,6 +45,9 @@ type fetcher struct {
 	// are slower than a claim), until several consumers wait on an empty
 	// buffer again.
 	prefetch int
+	// checked is when the fetcher of a named subscription last found it
+	// still exists, after a claim that did not fill its waiters.
+	checked time.Time
 }
 
 // fetch is the fetcher loop of st.
@@ -146,6 +149,9 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	if len(rows) == n {
 		return
 	}
+	if f.deleted() {
+		return
+	}
 	// Nothing more is ready: sleep until something may be.
 	poll := ps.opts.PollInterval
 	if st.pause.on.Load() {
@@ -160,6 +166,31 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	if f.wait(stop, wakeups{ready: ready, poll: poll, recheck: buffered > 0}) {
 		st.renewBuffered() // the rows claimed may find no taker: look again soon
 	}
+}
+
+// deleted reports whether the named subscription whose calls wait for
+// rows was deleted, by another process, and if so ends those calls with
+// pubsub.ErrNoSubscription (topicState.gone). It looks at most once per
+// poll interval, when a claim did not fill the waiting calls, so a call
+// waiting on a deleted subscription returns within about one poll.
+func (f *fetcher) deleted() bool {
+	st, ps := f.st, f.st.ps
+	if st.sub == pubsub.DefaultSubscription || time.Since(f.checked) < ps.opts.PollInterval {
+		return false
+	}
+	ok, err := st.exists(ps.ctx)
+	if err != nil {
+		if !ps.closing() {
+			f.log.Debug("dbpubsub: looking up the subscription failed; the next poll looks again", "error", err)
+		}
+		return false
+	}
+	f.checked = time.Now()
+	if ok {
+		return false
+	}
+	st.gone()
+	return true
 }
 
 // wakeups are what a fetcher's wait ends on, besides stop; a nil channel

@@ -38,6 +38,7 @@ type statements struct {
 	routeOf      string
 	declare      string
 	listSubs     string
+	subExists    string
 	dropSub      string
 	dropCopies   string
 	fanAt        string
@@ -265,6 +266,8 @@ func newStatements(table string) statements {
 
 		// $1 topic.
 		listSubs: r.Replace(`SELECT name FROM {S} WHERE topic = $1 ORDER BY name`),
+		// Whether topic $1 has subscription $2.
+		subExists: r.Replace(`SELECT EXISTS (SELECT FROM {S} WHERE topic = $1 AND name = $2)`),
 
 		// Deletes subscription $2 of topic $1, counting the change; one
 		// row when it existed.

@@ -143,8 +143,8 @@ func (st *topicState) leave(w *waiter) {
 	st.mu.Lock()
 	if i := slices.Index(st.waiters, w); i >= 0 {
 		st.waiters = slices.Delete(st.waiters, i, i+1)
-	} else {
-		st.buf = slices.Insert(st.buf, 0, <-w.ch)
+	} else if d := <-w.ch; d != goneDelivery {
+		st.buf = slices.Insert(st.buf, 0, d)
 	}
 	st.mu.Unlock()
 	st.poke()

@@ -227,8 +227,12 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 // DeleteSubscription deletes subscription sub of topic and every copy its
 // queue keeps (pending, scheduled, processing, dead, and finished), with
 // its inbox keys, in one transaction. Deliveries of it in hand then fail
-// to settle with pubsub.ErrLeaseExpired. It wraps pubsub.ErrNoSubscription
-// when topic has no subscription sub.
+// to settle with pubsub.ErrLeaseExpired, and the Dequeue calls of its
+// handles, in this process or another, return pubsub.ErrNoSubscription
+// until it is created again (those waiting in another process within
+// about Options.PollInterval); the default subscription's handles read a
+// new default. It wraps pubsub.ErrNoSubscription when topic has no
+// subscription sub.
 func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
 	if err := ps.checkNames(topic, sub); err != nil {
 		return err
@@ -270,10 +274,55 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
-	st.declared.Store(false)
-	st.dropBuffered()
+	if sub == pubsub.DefaultSubscription {
+		// Its handles read a new default: their waiting calls wait on.
+		st.declared.Store(false)
+		st.dropBuffered()
+	} else {
+		st.gone()
+	}
 	ps.state(topic, pubsub.DefaultSubscription).rt.Store(nil)
 	return nil
+}
+
+// goneDelivery is what a waiting Dequeue call is sent when its named
+// subscription is deleted: it returns pubsub.ErrNoSubscription.
+var goneDelivery = &delivery{}
+
+// gone records that st's named subscription no longer exists, deleted by
+// this process or found deleted by its fetcher: the rows buffered are
+// gone with it, the Dequeue calls waiting return pubsub.ErrNoSubscription,
+// and later ones look for the subscription again (consume).
+func (st *topicState) gone() {
+	st.declared.Store(false)
+	st.dropped.Add(1)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	clear(st.buf)
+	st.buf = st.buf[:0]
+	for _, w := range st.waiters {
+		w.ch <- goneDelivery
+	}
+	clear(st.waiters)
+	st.waiters = st.waiters[:0]
+}
+
+// noSubscription is the error of a Dequeue call on st's deleted
+// subscription.
+func (st *topicState) noSubscription() error {
+	return fmt.Errorf("dbpubsub: dequeue on %s: %w", st.label(), pubsub.ErrNoSubscription)
+}
+
+// exists reports whether st's subscription is one of its topic's.
+func (st *topicState) exists(ctx context.Context) (bool, error) {
+	ps := st.ps
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	var ok bool
+	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.subExists, st.topic, st.sub).Scan(&ok); err != nil {
+		return false, notMigrated(ps, err, "look up "+st.label())
+	}
+	return ok, nil
 }
 
 // dropBuffered forgets the rows st's fetcher claimed and did not hand out,
@@ -322,9 +371,26 @@ func (st *topicState) declare(ctx context.Context) error {
 // consume makes st's subscription one of its topic's before its first
 // Dequeue in this process: consuming from the default subscription makes
 // it one (pubsub's doc, "Subscriptions").
+// A named subscription must exist (Subscribe): its Dequeue after it was
+// deleted, here or by another process, wraps pubsub.ErrNoSubscription
+// until it is created again.
 func (st *topicState) consume(ctx context.Context) error {
 	if st.declared.Load() {
 		return nil
 	}
-	return st.declare(ctx)
+	if st.sub == pubsub.DefaultSubscription {
+		return st.declare(ctx)
+	}
+	if _, err := st.lookup(ctx); err != nil {
+		return err
+	}
+	ok, err := st.exists(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return st.noSubscription()
+	}
+	st.declared.Store(true)
+	return nil
 }

@@ -42,6 +42,9 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}
 	st := t.st
 	if err := st.consume(ctx); err != nil {
+		if errors.Is(err, pubsub.ErrNoSubscription) {
+			return nil, err
+		}
 		if errors.Is(err, migrations.ErrNotMigrated) {
 			return nil, fmt.Errorf("dbpubsub: dequeue on %s: %w", st.label(), err)
 		}
@@ -67,6 +70,9 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 				st.leave(w)
 				return nil, st.closedErr()
 			}
+		}
+		if d == goneDelivery {
+			return nil, st.noSubscription()
 		}
 		if m := st.handOut(ctx, d); m != nil {
 			return m, nil

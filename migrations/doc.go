@@ -32,27 +32,43 @@
 // the subscriptions' tables <table>_subscriptions, <table>_fanout and
 // <table>_inbox, and the paused queues' <table>_paused.
 //
-// An app role that does not own the tables needs USAGE on their schema,
-// SELECT, INSERT, UPDATE and DELETE on <table>, <table>_ready, the three
-// subscriptions' tables and <table>_paused (migration 0008 gave it to the
-// roles that held them on <table> then), USAGE on <table>_id_seq, SELECT on
-// <table>_migrations (to run Migrate or Verify at start-up: on an
-// up-to-date schema Migrate only reads it), and EXECUTE on the ready-table
-// function, which runs with the rights of the role that ran the migrations
-// and which PUBLIC may not call:
+// An app may run as a role that owns nothing and may create nothing, the
+// migrations being run by the role that owns the tables. Grant, or Migrate
+// with WithAppRole run by the owner, gives that role exactly what a
+// running app needs:
 //
-//	GRANT EXECUTE ON FUNCTION conveyor_events_ready_table(text) TO app;
+//	err := migrations.Migrate(ctx, ownerDB, migrations.WithAppRole("app"))
 //
-// Migration 0006 granted EXECUTE to the roles that held privileges on
-// <table> or <table>_ready then; a role given them later needs the grant
-// above. The function's search_path is its own schema, then pg_temp, so
-// nothing a caller creates changes what it does.
+// or from a shell, as the owner: conveyor migrate --grant app. That is
+// USAGE on the tables' schema; SELECT, INSERT, UPDATE and DELETE on
+// <table>, <table>_ready and every topic's ready table made so far, the
+// three subscriptions' tables and <table>_paused; SELECT on the registry
+// <table>_topics (ListTopics) and on <table>_migrations (Migrate or Verify
+// at start-up: on an up-to-date schema Migrate only reads it); USAGE on
+// <table>_id_seq; and EXECUTE on the ready-table function, which runs with
+// the rights of the role that ran the migrations and which PUBLIC may not
+// call. A topic's ready table made later copies the grants of
+// <table>_ready. Granting by hand needs all of these: a topic's ready
+// table made before the grant on <table>_ready does not get it, and
+// without EXECUTE the first use of a topic fails with "permission denied
+// for function conveyor_events_ready_table". Migration 0006 granted EXECUTE
+// to the roles that held privileges on <table> or <table>_ready then. The
+// function's search_path is its own schema, then pg_temp, so nothing a
+// caller creates changes what it does.
 //
 // Each nextval of the id sequence reserves a block of 1024 ids: ids are
 // unique and increase in the order statements take them, but are not
 // dense.
 //
 // Down migrations exist for each step; run them with the processes of the
-// newer schema stopped. What each migration changed, and what processes
+// newer schema stopped. Down reverts the newest applied one (conveyor
+// migrate --down from a shell). Those that move or drop where messages are
+// kept or what they hold (0001, 0002, 0003, 0005, 0007) refuse while the
+// message table keeps a message not finished (ready, scheduled, processing
+// or dead), so that no message is made undeliverable: Down then wraps
+// ErrNotEmpty, and changes nothing; WithForceDown (or, running the SQL by
+// hand, the session setting conveyor.force_down = on) runs them anyway.
+// The others (0004, 0006, 0008) keep every message deliverable once the
+// schema is up again. What each migration changed, and what processes
 // older than it see, is in docs/design/migrations.md.
 package migrations

@@ -39,7 +39,9 @@ var files embed.FS
 type Option func(*config)
 
 type config struct {
-	table string
+	table     string
+	appRole   string // WithAppRole: the role to grant once up to date
+	forceDown bool   // WithForceDown
 }
 
 // WithTable sets the message table's name (DefaultTable if not given). It
@@ -153,6 +155,9 @@ func newMigrator(db *bun.DB, c config) (*migrate.Migrator, error) {
 // table (MigrationsTable). When something is missing and the role lacks
 // CREATE on the schema, Migrate changes nothing and returns an error
 // wrapping ErrNotMigrated that names what is missing.
+//
+// With WithAppRole, Migrate then grants that role what a running app needs
+// (Grant), even when nothing was missing.
 func Migrate(ctx context.Context, db *bun.DB, opts ...Option) error {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -165,6 +170,14 @@ func Migrate(ctx context.Context, db *bun.DB, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	if err := applyMissing(ctx, db, m, c); err != nil || c.appRole == "" {
+		return err
+	}
+	return grant(ctx, db, c.appRole, c)
+}
+
+// applyMissing applies the migrations m lacks, if any, under the advisory lock.
+func applyMissing(ctx context.Context, db *bun.DB, m *migrate.Migrator, c config) error {
 	if st, err := readState(ctx, db, m, c); err != nil || st.upToDate() {
 		return err
 	}

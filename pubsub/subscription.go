@@ -25,7 +25,11 @@ type Subscriber interface {
 	// DeleteSubscription removes sub of topic and the copies it has not
 	// settled (pending, scheduled, processing and dead); other
 	// subscriptions are untouched. It wraps ErrNoSubscription when topic
-	// has no subscription sub.
+	// has no subscription sub. The Dequeue calls of a deleted named
+	// subscription's handles, in any process, those waiting then and
+	// later ones, wrap ErrNoSubscription until it is created again (a
+	// waiting one in another process after up to the backend's poll
+	// interval); the default subscription's handles read a new default.
 	DeleteSubscription(ctx context.Context, topic, sub string) error
 }
 

@@ -3,10 +3,13 @@ package template_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -21,6 +24,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -90,6 +94,28 @@ func TestEndToEnd(t *testing.T) {
 		// is not lost.)
 		checkTable(t, db, orders)
 	})
+	t.Run("DBAppRole", func(t *testing.T) {
+		// The owner migrates and grants (conveyor migrate --grant); the
+		// app logs in as a role that owns nothing and may create nothing,
+		// and starts, opens its topics and handles every order.
+		t.Parallel()
+		dsn, db := pgtest.NewSchema(t)
+		role := appRole(t, db)
+		if err := migrations.Migrate(context.Background(), db, migrations.WithAppRole(role)); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("pgtest's DSN is not a URL: %v", err)
+		}
+		u.User = url.User(role)
+		p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+u.String())
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.checkDashboard(t)
+		p.stop(t)
+		checkTable(t, db, orders)
+	})
 	t.Run("DBRestart", func(t *testing.T) {
 		// SIGTERM while orders wait in the table: the app stops at once,
 		// finishing only the events in hand; the next start handles the
@@ -126,6 +152,26 @@ func TestEndToEnd(t *testing.T) {
 		p.stop(t)
 		checkNATS(t, url, prefix)
 	})
+}
+
+// appRole creates a LOGIN role of t's own, with no privileges, and drops
+// it with its grants when t ends (after the app's process has exited).
+func appRole(t *testing.T, db *bun.DB) string {
+	t.Helper()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	role := "conveyor_app_" + hex.EncodeToString(b[:])
+	if _, err := db.DB.ExecContext(context.Background(), `CREATE ROLE `+role+` LOGIN`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, q := range []string{`DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			if _, err := db.DB.ExecContext(context.Background(), q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	return role
 }
 
 // checkNATS checks that the app on NATS left nothing ready, in hand or

@@ -25,6 +25,8 @@
 // out of reach of a command:
 //
 //	conveyor migrate                  create or update dbpubsub's tables
+//	conveyor migrate -grant ROLE      ...and grant ROLE what an app needs, owning nothing
+//	conveyor migrate -down [-force]   revert the newest migration (refused while messages wait)
 //	conveyor topics                   list the topics and their subscriptions
 //	conveyor stats [TOPIC]            count the messages of each state
 //	conveyor peek TOPIC [-state S]    list messages in a state (-limit N, -after CURSOR)

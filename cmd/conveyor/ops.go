@@ -115,6 +115,10 @@ func exitCode(err error) (int, string) {
 	switch {
 	case errors.Is(err, migrations.ErrNotMigrated):
 		return exitFailed, "Run 'conveyor migrate' (with the same --database-url and --table) to bring the schema up to date."
+	case errors.Is(err, migrations.ErrNotEmpty):
+		return exitRefused, "Deliver, re-queue or purge the waiting messages first, or pass --force to revert it anyway."
+	case errors.Is(err, migrations.ErrUnknownRole):
+		return exitNotFound, "Create the role first (CREATE ROLE app LOGIN), then grant it."
 	case errors.Is(err, pubsub.ErrInvalidID):
 		return exitUsage, "'conveyor peek TOPIC' lists the messages' IDs."
 	case errors.Is(err, pubsub.ErrInvalidTopic), errors.Is(err, pubsub.ErrInvalidSubscription), errors.Is(err, pubsub.ErrInvalidCursor):

@@ -29,6 +29,8 @@ var subscriptionCases = []testCase{
 	{"NackIsPerSubscription", testNackPerSubscription},
 	{"DeadLettersArePerSubscription", testDeadPerSubscription},
 	{"DeleteSubscription", testDeleteSubscription},
+	{"DequeueOnDeletedSubscription", testDequeueDeleted},
+	{"DequeueOnSubscriptionDeletedElsewhere", testDequeueDeletedElsewhere},
 	{"InvalidSubscriptions", testInvalidSubscriptions},
 	{"Inbox", testInbox},
 	{"InboxIsPerSubscription", testInboxPerSubscription},
@@ -519,6 +521,82 @@ func testDeleteSubscription(t *testing.T, h Harness) {
 	err := pubsub.DeleteSubscription(ctx, ps, topic, "mid")
 	wantErr(t, "DeleteSubscription twice", err, pubsub.ErrNoSubscription)
 	wantSubscriptions(t, ps, topic, "alpha", "zeta")
+}
+
+// testDequeueDeleted: a Dequeue on a handle of a named subscription
+// deleted through the same PubSub returns ErrNoSubscription, whether it
+// was waiting when the delete came or called after it.
+func testDequeueDeleted(t *testing.T, h Harness) {
+	needSubscriptions(t, h)
+	ps := newPubSub(t, h, Config{})
+	dequeueAfterDelete(t, ps, ps)
+}
+
+// testDequeueDeletedElsewhere: the same, the subscription deleted by
+// another process (another PubSub on the same store).
+func testDequeueDeletedElsewhere(t *testing.T, h Harness) {
+	needSubscriptions(t, h)
+	need(t, h.Abilities.Shared, "sharing across processes (Abilities.Shared)")
+	one := newPubSub(t, h, Config{})
+	dequeueAfterDelete(t, one, h.Reopen(t, Config{}, one))
+}
+
+// dequeueAfterDelete deletes, through other, a subscription that a handle
+// of ps reads: the handle's Dequeue calls, the one waiting then and the
+// later ones, return ErrNoSubscription (before their ctx ends) until the
+// subscription is created again; the topic's other subscription keeps
+// every message.
+func dequeueAfterDelete(t *testing.T, ps, other pubsub.PubSub) {
+	t.Helper()
+	ctx := context.Background()
+	const topic = "deleted-while-read"
+	gone := subscribe(t, ps, topic, "gone")
+	kept := subscribe(t, ps, topic, "kept")
+	enqueue(t, open(t, ps, topic), "before")
+	if m := dequeue(t, gone); string(m.Data()) != "before" {
+		t.Fatalf("Dequeue = %q, want before", m.Data())
+	} else if err := m.Ack(ctx); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	blocked := make(chan error, 1)
+	go func() {
+		m, err := gone.Dequeue(wctx)
+		if m != nil {
+			err = fmt.Errorf("got message %q", m.Data())
+		}
+		blocked <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let it block; the assertion holds either way
+	if err := pubsub.DeleteSubscription(ctx, other, topic, "gone"); err != nil {
+		t.Fatalf("DeleteSubscription: %v", err)
+	}
+	if err := <-blocked; wctx.Err() != nil {
+		t.Fatalf("a Dequeue waiting when its subscription was deleted waited for its ctx to end: %v; want ErrNoSubscription", err)
+	} else {
+		wantErr(t, "Dequeue waiting when its subscription was deleted", err, pubsub.ErrNoSubscription)
+	}
+
+	enqueue(t, open(t, other, topic), "after")
+	lctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	m, err := gone.Dequeue(lctx)
+	if m != nil {
+		t.Fatalf("Dequeue on a deleted subscription got %q", m.Data())
+	}
+	if lctx.Err() != nil {
+		t.Fatalf("Dequeue on a deleted subscription waited for its ctx to end: %v; want ErrNoSubscription", err)
+	}
+	wantErr(t, "Dequeue on a deleted subscription", err, pubsub.ErrNoSubscription)
+	receive(t, map[string]pubsub.Topic{"kept": kept}, "before", "after")
+
+	// Created again (by the other process), the handle reads the new
+	// subscription: the messages published since.
+	subscribe(t, other, topic, "gone")
+	enqueue(t, open(t, other, topic), "again")
+	receive(t, map[string]pubsub.Topic{"gone": gone}, "again")
 }
 
 func testInvalidSubscriptions(t *testing.T, h Harness) {
