@@ -24,7 +24,8 @@ func TestConformanceWrapped(t *testing.T) { pubsubtest.Run(t, pubsubtest.Wrap(ha
 func harness(confirmAck bool) pubsubtest.Harness {
 	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
 	options := func(cfg pubsubtest.Config) dbpubsub.Options {
-		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, ConfirmAck: confirmAck}
+		return dbpubsub.Options{Retry: cfg.Retry, Lease: cfg.Lease, MaxDataSize: cfg.MaxDataSize, ConfirmAck: confirmAck,
+			OnFailure: cfg.OnFailure}
 	}
 	return pubsubtest.Harness{
 		New: func(t testing.TB, cfg pubsubtest.Config) pubsub.PubSub {
@@ -59,5 +60,6 @@ func harness(confirmAck bool) pubsubtest.Harness {
 func abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
 	a.Durable, a.Shared = true, true
+	a.FailureHook = true
 	return a
 }

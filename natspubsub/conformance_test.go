@@ -37,6 +37,7 @@ func harness(t *testing.T, base natspubsub.Options) pubsubtest.Harness {
 	options := func(prefix string, cfg pubsubtest.Config) natspubsub.Options {
 		o := base
 		o.Prefix, o.Retry, o.Lease, o.MaxDataSize, o.UniqueWindow = prefix, cfg.Retry, cfg.Lease, cfg.MaxDataSize, uniqueWindow
+		o.OnFailure = cfg.OnFailure
 		return o
 	}
 	open := func(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
@@ -87,7 +88,7 @@ func abilities() pubsubtest.Abilities {
 		Delay: true, Unique: true, UniqueWindow: uniqueWindow, Inbox: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
-		Subscriptions: true,
+		Subscriptions: true, FailureHook: true,
 		// Peek and Cancel are not offered (inspect.go).
 		TopicList: true, DeleteDead: true,
 		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).
