@@ -23,6 +23,7 @@ type Reporter struct {
 	queue   chan pubsub.Failure
 	closed  bool
 	dropped int64
+	last    pubsub.Failure // the last one dropped
 	done    chan struct{}
 }
 
@@ -64,6 +65,7 @@ func (r *Reporter) Report(f pubsub.Failure, log func()) {
 		r.dropped = 0
 	default:
 		r.dropped++
+		r.last = f
 	}
 }
 
@@ -74,20 +76,29 @@ func (r *Reporter) run(queue <-chan pubsub.Failure, done chan<- struct{}) {
 	}
 }
 
-// Close hands the hook what is waiting and waits for it; later failures
-// go to their log line. Close is idempotent.
+// Close hands the hook what is waiting, and the last failure dropped
+// (counting the others), and waits for it; later failures go to their log
+// line. Close is idempotent.
 func (r *Reporter) Close() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	done := r.done
-	if !r.closed && r.queue != nil {
-		close(r.queue)
-	}
+	queue, done, wasClosed := r.queue, r.done, r.closed
 	r.closed = true
+	last, dropped := r.last, r.dropped
+	r.dropped = 0
 	r.mu.Unlock()
-	if done != nil {
-		<-done
+	if wasClosed || queue == nil {
+		if done != nil {
+			<-done
+		}
+		return
 	}
+	if dropped > 0 { // no Report sends any more: wait for room
+		last.Dropped = dropped - 1
+		queue <- last
+	}
+	close(queue)
+	<-done
 }
