@@ -128,6 +128,8 @@ type Service struct {
 
 	// Set when the Service starts.
 	topic   pubsub.Topic // the handle on the subscription, closed when the Service stops
+	retry   pubsub.RetryPolicy // the topic's, when it says it (retryOK)
+	retryOK bool
 	handler Handler
 	stopDQ  context.CancelFunc // stops dequeuing
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
@@ -335,6 +337,7 @@ func (s *Service) prepare(ctx context.Context) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	s.topic = topic
+	s.retry, s.retryOK = pubsub.TopicRetryPolicy(topic)
 	return nil
 }
 
@@ -458,6 +461,7 @@ func (s *Service) work(dqctx context.Context) {
 // buffer for the message's id.
 func (s *Service) process(m pubsub.Message, idBuf *[]byte) {
 	md := Metadata{Topic: s.topicName, Subscription: s.subName, Attempt: pubsub.Attempt(m)}
+	md.LastAttempt = s.retryOK && md.Attempt > 0 && s.retry.Exhausted(md.Attempt)
 	// A message that can write its id gets it in the string decode makes
 	// for the envelope's attributes, instead of one of its own. The
 	// worker's buffer is written here only: decode copies what it keeps.

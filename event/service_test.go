@@ -804,3 +804,36 @@ func TestLeaseExtension(t *testing.T) {
 		}
 	})
 }
+
+// TestObserveLastAttempt fails an event at each of its 2 attempts: Observe
+// reports the first failure as retried and the last as permanent (the
+// message is dead), as does the log, on every backend.
+func TestObserveLastAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := newApp(t, b, fastRetry(2))
+		type obs struct {
+			attempt int
+			last    bool
+			perm    bool
+		}
+		observed := make(chan obs, 2)
+		svc, logs := newService(t, "orders", event.ServiceOptions{Middleware: []event.Middleware{
+			event.Observe(func(_ context.Context, m event.Metadata, _ time.Duration, err error) {
+				observed <- obs{m.Attempt, m.LastAttempt, event.IsPermanent(err)}
+			}),
+		}})
+		_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error { return errors.New("down") })
+		start(t, ctx, svc)
+		if err := dispatcher(t, ctx, "orders").Dispatch(ctx, OrderPlaced{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []obs{{1, false, false}, {2, true, true}} {
+			if o := <-observed; o != want {
+				t.Errorf("observed %+v, want %+v", o, want)
+			}
+		}
+		if !strings.Contains(logs.String(), "failed at its last attempt, the message is dead") {
+			t.Errorf("the log does not say the message is dead:\n%s", logs)
+		}
+	})
+}
