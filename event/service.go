@@ -127,7 +127,7 @@ type Service struct {
 	errs      []error                  // registration mistakes, reported by Start
 
 	// Set when the Service starts.
-	topic   pubsub.Topic // the handle on the subscription, closed when the Service stops
+	topic   pubsub.Topic       // the handle on the subscription, closed when the Service stops
 	retry   pubsub.RetryPolicy // the topic's, when it says it (retryOK)
 	retryOK bool
 	handler Handler
