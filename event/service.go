@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -69,6 +70,16 @@ type ServiceOptions struct {
 	// Logger receives the Service's logs (see Logging). nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// OnFailure, when set, is handed each failure of the Service no
+	// caller is returned (see pubsub.Failure): a Dequeue that failed and
+	// is retried (pubsub.FetchRetried), a message the Service settled
+	// dead (pubsub.Dead: Rejected for a permanent error or an undecodable
+	// message, AttemptsExhausted for a failure at its last attempt). The
+	// backend's own OnFailure hears of the same deaths. It runs in a
+	// goroutine of its own (see pubsub.Failure for what happens when it
+	// is slow); the Service's stop waits for it to have had them. nil
+	// means they are logged, as before.
+	OnFailure func(pubsub.Failure)
 }
 
 func (o ServiceOptions) withDefaults() (ServiceOptions, error) {
@@ -135,6 +146,7 @@ type Service struct {
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
 	hctx    context.Context    // the ctx handlers derive from
 	settles *settleContexts    // the ctx settles run on
+	fails   *failhook.Reporter // ServiceOptions.OnFailure's
 	done    chan struct{}      // closed when every worker has ended
 	wg      sync.WaitGroup
 	errOnce sync.Once
@@ -167,6 +179,7 @@ func NewService(topic string, opts ServiceOptions) (*Service, error) {
 		log:       o.Logger.With(slog.String("topic", topic), slog.String("subscription", o.Subscription)),
 		listeners: map[EventType][]listener{},
 		done:      make(chan struct{}),
+		fails:     failhook.New(o.OnFailure),
 	}, nil
 }
 
@@ -414,6 +427,7 @@ func (s *Service) drain(dqctx context.Context) {
 	s.stopH()
 	s.settles.stop()
 	s.closeTopic()
+	s.fails.Close()
 	close(s.done)
 }
 
@@ -442,7 +456,9 @@ func (s *Service) work(dqctx context.Context) {
 				return
 			}
 			wait = min(max(2*wait, 10*time.Millisecond), retryDequeueMax)
-			s.log.Warn("event: dequeue failed; retrying", slog.Any("error", err), slog.Duration("wait", wait))
+			s.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.topicName, Subscription: s.subName, Err: err}, func() {
+				s.log.Warn("event: dequeue failed; retrying", slog.Any("error", err), slog.Duration("wait", wait))
+			})
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -609,6 +625,18 @@ func (s *Service) settle(m pubsub.Message, md Metadata, err error, retry bool) {
 		}
 	default:
 		serr = pubsub.Fail(ctx, m, err)
+	}
+	if serr == nil && err != nil {
+		f := pubsub.Failure{Kind: pubsub.Dead, Topic: md.Topic, Subscription: md.Subscription, MessageID: md.MessageID, Attempt: md.Attempt, Err: err}
+		switch {
+		case IsPermanent(err) && !retry:
+			f.Cause = pubsub.Rejected
+		case md.LastAttempt:
+			f.Cause = pubsub.AttemptsExhausted
+		}
+		if f.Cause != "" {
+			s.fails.Report(f, nil) // Logging has logged it
+		}
 	}
 	if serr != nil {
 		s.log.Warn("event: settle failed; the message comes back when its lease runs out",

@@ -807,7 +807,8 @@ func TestLeaseExtension(t *testing.T) {
 
 // TestObserveLastAttempt fails an event at each of its 2 attempts: Observe
 // reports the first failure as retried and the last as permanent (the
-// message is dead), as does the log, on every backend.
+// message is dead), as do the log and ServiceOptions.OnFailure, on every
+// backend.
 func TestObserveLastAttempt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx := newApp(t, b, fastRetry(2))
@@ -817,7 +818,8 @@ func TestObserveLastAttempt(t *testing.T) {
 			perm    bool
 		}
 		observed := make(chan obs, 2)
-		svc, logs := newService(t, "orders", event.ServiceOptions{Middleware: []event.Middleware{
+		failures := make(chan pubsub.Failure, 10)
+		svc, logs := newService(t, "orders", event.ServiceOptions{OnFailure: func(f pubsub.Failure) { failures <- f }, Middleware: []event.Middleware{
 			event.Observe(func(_ context.Context, m event.Metadata, _ time.Duration, err error) {
 				observed <- obs{m.Attempt, m.LastAttempt, event.IsPermanent(err)}
 			}),
@@ -831,6 +833,11 @@ func TestObserveLastAttempt(t *testing.T) {
 			if o := <-observed; o != want {
 				t.Errorf("observed %+v, want %+v", o, want)
 			}
+		}
+		f := <-failures
+		if f.Kind != pubsub.Dead || f.Cause != pubsub.AttemptsExhausted || f.Topic != "orders" ||
+			f.Subscription != pubsub.DefaultSubscription || f.MessageID == "" || f.Attempt != 2 || f.Err == nil {
+			t.Errorf("OnFailure had %+v; want the message dead, attempts exhausted, at attempt 2", f)
 		}
 		if !strings.Contains(logs.String(), "failed at its last attempt, the message is dead") {
 			t.Errorf("the log does not say the message is dead:\n%s", logs)
