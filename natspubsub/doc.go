@@ -72,4 +72,10 @@
 // the caller's earlier one). While the server cannot be reached, Enqueue
 // returns the error and Dequeue keeps asking, logging once, until its ctx
 // ends. After Close every call returns pubsub.ErrClosed.
+//
+// # Failures
+//
+// Options.OnFailure hears of each fetch retried and each message that goes dead (pubsub.Failure, with
+// its cause: attempts exhausted, rejected, lease ran out), in a goroutine
+// of its own that never holds up a delivery (see pubsub.Failure).
 package natspubsub
