@@ -43,7 +43,8 @@
 //
 // # Failures
 //
-// Options.OnFailure hears of each message that goes dead (pubsub.Failure, with
-// its cause: attempts exhausted, rejected, lease ran out), in a goroutine
-// of its own that never holds up a delivery (see pubsub.Failure).
+// Options.OnFailure hears of each message that goes dead (pubsub.Failure,
+// with its cause: attempts exhausted, rejected, lease ran out), in a
+// goroutine of its own that never holds up a delivery (see
+// pubsub.Failure).
 package channelpubsub

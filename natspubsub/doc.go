@@ -75,7 +75,8 @@
 //
 // # Failures
 //
-// Options.OnFailure hears of each fetch retried and each message that goes dead (pubsub.Failure, with
-// its cause: attempts exhausted, rejected, lease ran out), in a goroutine
-// of its own that never holds up a delivery (see pubsub.Failure).
+// Options.OnFailure hears of each fetch retried and each message that goes
+// dead (pubsub.Failure, with its cause: attempts exhausted, rejected,
+// lease ran out), in a goroutine of its own that never holds up a delivery
+// (see pubsub.Failure).
 package natspubsub
