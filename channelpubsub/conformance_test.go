@@ -26,6 +26,7 @@ func harness() pubsubtest.Harness {
 				Retry:       cfg.Retry,
 				Lease:       cfg.Lease,
 				MaxDataSize: cfg.MaxDataSize,
+				OnFailure:   cfg.OnFailure,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -45,5 +46,6 @@ func harness() pubsubtest.Harness {
 func abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
 	a.OldestReady = false
+	a.FailureHook = true
 	return a
 }

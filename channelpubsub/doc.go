@@ -40,4 +40,11 @@
 //
 // Close stops the PubSub: its timers are stopped and its goroutines have
 // ended when Close returns.
+//
+// # Failures
+//
+// Options.OnFailure hears of each message that goes dead (pubsub.Failure,
+// with its cause: attempts exhausted, rejected, lease ran out), in a
+// goroutine of its own that never holds up a delivery (see
+// pubsub.Failure).
 package channelpubsub

@@ -136,7 +136,7 @@ func (e *entry) expire(token uint64, now int64) {
 	}
 	q.endLease(e, false)
 	if q.ps.opts.Retry.Exhausted(e.attempt) {
-		q.bury(e, backend.ReasonLeaseExpired)
+		q.bury(e, backend.ReasonLeaseExpired, pubsub.LeaseExpired)
 		e.mu.Unlock()
 		return
 	}
@@ -192,7 +192,7 @@ func (m *message) Fail(_ context.Context, reason error) error {
 			e.coldPart().lastErr = f.Reason
 		}
 		if f.Dead {
-			e.q.bury(e, e.lastErr())
+			e.q.bury(e, e.lastErr(), pubsub.AttemptsExhausted)
 			return
 		}
 		e.q.schedule(e, f.Backoff)
@@ -202,7 +202,7 @@ func (m *message) Fail(_ context.Context, reason error) error {
 // Reject makes the message dead at once, keeping reason.
 func (m *message) Reject(_ context.Context, reason error) error {
 	return m.settle("reject", false, func(e *entry) {
-		e.q.bury(e, backend.RejectReason(reason))
+		e.q.bury(e, backend.RejectReason(reason), pubsub.Rejected)
 	})
 }
 

@@ -41,6 +41,12 @@ type Options struct {
 	// with its unique key. 0 means DefaultDeadRetention; a negative value
 	// keeps it until re-queued or purged.
 	DeadRetention time.Duration
+	// OnFailure, when set, is handed each message that goes dead
+	// (pubsub.Failure of Kind pubsub.Dead, with its Cause), in a goroutine
+	// of its own (see pubsub.Failure for what happens when it is slow);
+	// Close waits for it to have had them. nil reports nothing, as
+	// channelpubsub has no log.
+	OnFailure func(pubsub.Failure)
 }
 
 func (o Options) withDefaults() (Options, error) {

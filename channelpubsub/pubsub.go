@@ -3,6 +3,7 @@ package channelpubsub
 import (
 	"context"
 	"fmt"
+	"github.com/conveyorgo/conveyor/internal/failhook"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,8 @@ type PubSub struct {
 	topics map[string]*topicState
 
 	nextID atomic.Uint64
+
+	fails *failhook.Reporter // Options.OnFailure's
 }
 
 var _ pubsub.PubSub = (*PubSub)(nil)
@@ -46,7 +49,7 @@ func NewWithOptions(opts Options) (*PubSub, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &PubSub{opts: o, closed: make(chan struct{}), topics: make(map[string]*topicState)}
+	ps := &PubSub{opts: o, closed: make(chan struct{}), topics: make(map[string]*topicState), fails: failhook.New(o.OnFailure)}
 	ps.sweepEvery = min(max(o.Lease/8, 5*time.Millisecond), 250*time.Millisecond)
 	ps.clock.Store(time.Now().UnixNano())
 	ps.wg.Add(1)
@@ -115,6 +118,7 @@ func (ps *PubSub) Close() error {
 			q.stopTimers()
 		}
 		ps.wg.Wait()
+		ps.fails.Close()
 	})
 	return err
 }

@@ -452,8 +452,9 @@ func (q *queue) countInflight() int64 {
 	return n
 }
 
-// bury records e as dead. Called with e.mu held, e no longer in flight.
-func (q *queue) bury(e *entry, reason string) {
+// bury records e as dead, for cause, and reports it. Called with e.mu
+// held, e no longer in flight.
+func (q *queue) bury(e *entry, reason string, cause pubsub.DeadCause) {
 	e.state = stDead
 	c := e.coldPart()
 	c.lastErr = reason
@@ -461,6 +462,12 @@ func (q *queue) bury(e *entry, reason string) {
 	q.mu.Lock()
 	q.dead = append(q.dead, e)
 	q.mu.Unlock()
+	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: q.topic, Subscription: q.sub,
+		MessageID: e.ID(), Attempt: e.attempt, Time: c.diedAt}
+	if reason != "" {
+		f.Err = errors.New(reason)
+	}
+	q.ps.fails.Report(f, nil)
 }
 
 // pruneDead forgets the dead messages that died before cutoff, and frees

@@ -85,4 +85,11 @@
 // fallback. Each PubSub rescues expired leases and prunes finished and
 // dead rows past Options.Retention and Options.DeadRetention.
 // docs/architecture.md says where each behaviour lives.
+//
+// # Failures
+//
+// Options.OnFailure hears of each claim retried and each message that goes
+// dead (pubsub.Failure, with its cause: attempts exhausted, rejected,
+// lease ran out), in a goroutine of its own that never holds up a delivery
+// (see pubsub.Failure).
 package dbpubsub

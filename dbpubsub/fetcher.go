@@ -94,7 +94,7 @@ func (f *fetcher) listen(stop <-chan struct{}) bool {
 			f.bo.reset()
 			return true
 		}
-		f.log.Warn("dbpubsub: cannot look up the message table; retrying", "error", err)
+		f.st.reportFetch(err, func() { f.log.Warn("dbpubsub: cannot look up the message table; retrying", "error", err) })
 		if !service.Sleep(stop, f.bo.next()) {
 			return false
 		}
@@ -122,7 +122,7 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	rows, paused, err := st.claim(n)
 	if err != nil {
 		if !ps.closing() {
-			f.log.Warn("dbpubsub: claim failed; retrying", "error", err)
+			st.reportFetch(err, func() { f.log.Warn("dbpubsub: claim failed; retrying", "error", err) })
 			service.Sleep(stop, f.bo.next())
 		}
 		return

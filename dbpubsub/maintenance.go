@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/service"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // Maintenance every PubSub does in the background: it rescues the messages
@@ -64,12 +68,16 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 			var name string
 			var n int
 			var pending bool
-			if err := rows.Scan(&name, &n, &pending); err != nil {
+			var dead sql.NullString
+			if err := rows.Scan(&name, &n, &pending, &dead); err != nil {
 				rows.Close()
 				cancel()
 				return topics, fmt.Errorf("dbpubsub: rescue: %w", err)
 			}
 			handled += n
+			if dead.Valid {
+				ps.reportLeaseDead(name, dead.String)
+			}
 			if pending {
 				topics = append(topics, name)
 				ps.wakeLocal(name)
@@ -298,4 +306,21 @@ func (ps *PubSub) analyze(ctx context.Context) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// reportLeaseDead reports the messages of queue name that the rescue made
+// dead ("id:attempts,...", see statements.rescue).
+func (ps *PubSub) reportLeaseDead(name, dead string) {
+	topic, sub, ok := strings.Cut(name, queueSep)
+	if !ok {
+		sub = pubsub.DefaultSubscription
+	}
+	for _, row := range strings.Split(dead, ",") {
+		idText, attText, _ := strings.Cut(row, ":")
+		id, err1 := strconv.ParseInt(idText, 10, 64)
+		attempt, err2 := strconv.Atoi(attText)
+		if err1 == nil && err2 == nil {
+			ps.reportDead(topic, sub, id, attempt, pubsub.LeaseExpired, backend.ReasonLeaseExpired)
+		}
+	}
 }

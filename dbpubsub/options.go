@@ -104,6 +104,15 @@ type Options struct {
 	// failing while Dequeue waits, a lost listener connection, rescue and
 	// pruning failures). nil means slog.Default().
 	Logger *slog.Logger
+	// OnFailure, when set, is handed each failure no caller is returned
+	// (see pubsub.Failure): a claim that failed and is retried
+	// (pubsub.FetchRetried), a message that went dead (pubsub.Dead: its
+	// last attempt failed, it was rejected, or the lease of its last
+	// attempt ran out, found by this PubSub's rescue). It runs in a
+	// goroutine of its own (see pubsub.Failure for what happens when it
+	// is slow); Close waits for it to have had them. nil means they are
+	// logged on Logger, fetches retried as before, deaths not at all.
+	OnFailure func(pubsub.Failure)
 	// MaxBatchSize is the most bytes of data one EnqueueBatch of several
 	// items may carry in all (each item is bounded by MaxDataSize): a
 	// batch is one statement, and PostgreSQL refuses a message over 1 GiB

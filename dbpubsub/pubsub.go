@@ -17,6 +17,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/batch"
+	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/internal/service"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -54,6 +55,7 @@ type PubSub struct {
 	young    youngTable               // maintenance.go
 
 	closeOnce sync.Once
+	fails     *failhook.Reporter // Options.OnFailure's
 }
 
 var _ pubsub.PubSub = (*PubSub)(nil)
@@ -75,6 +77,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 		return nil, err
 	}
 	ps := &PubSub{
+		fails:   failhook.New(o.OnFailure),
 		db:      db,
 		sqldb:   db.DB,
 		opts:    o,
@@ -177,6 +180,7 @@ func (ps *PubSub) Close() error {
 		_ = ps.notifies.Wait(ps.ctx)
 		ps.writers.Stop()
 		ps.cancel()
+		ps.fails.Close()
 	})
 	return err
 }

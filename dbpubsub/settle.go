@@ -123,7 +123,11 @@ func (m *message) Fail(ctx context.Context, reason error) error { return m.fail(
 func (m *message) fail(ctx context.Context, op string, reason error) error {
 	f := backend.Fail(m.st.ps.opts.Retry, m.d.attempt, reason)
 	if f.Dead {
-		return m.settle(ctx, op, statusDead, 0, f.Reason)
+		err := m.settle(ctx, op, statusDead, 0, f.Reason)
+		if err == nil {
+			m.st.reportDead(m.d.id, m.d.attempt, pubsub.AttemptsExhausted, f.Reason)
+		}
+		return err
 	}
 	err := m.settle(ctx, op, statusPending, f.Backoff, f.Reason)
 	if err == nil {
@@ -134,7 +138,12 @@ func (m *message) fail(ctx context.Context, op string, reason error) error {
 
 // Reject makes the message dead at once, keeping reason.
 func (m *message) Reject(ctx context.Context, reason error) error {
-	return m.settle(ctx, "reject", statusDead, 0, backend.RejectReason(reason))
+	r := backend.RejectReason(reason)
+	err := m.settle(ctx, "reject", statusDead, 0, r)
+	if err == nil {
+		m.st.reportDead(m.d.id, m.d.attempt, pubsub.Rejected, r)
+	}
+	return err
 }
 
 // ExtendLease moves the lease deadline to now+d (by the database's clock).

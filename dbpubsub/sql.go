@@ -231,8 +231,9 @@ func newStatements(table string) statements {
 
 		// Makes rows whose lease ran out pending again at once, or dead if
 		// their attempts are exhausted, and wakes their topics' consumers; it
-		// returns each topic it touched, how many rows, and whether it got
-		// messages back. The rows are found again as in the claim.
+		// returns each topic it touched, how many rows, whether it got
+		// messages back, and the rows it made dead ("id:attempts,...", NULL
+		// if none). The rows are found again as in the claim.
 		// $1 limit, $2 max attempts, $3 channel prefix, $4 qualified table.
 		rescue: r.Replace(`WITH x AS MATERIALIZED (
 				SELECT id FROM {T} WHERE status = 'processing' AND lease_until <= now()
@@ -245,9 +246,11 @@ func newStatements(table string) statements {
 					last_error = CASE WHEN t.attempts >= $2 THEN '` + backend.ReasonLeaseExpired + `' ELSE t.last_error END,
 					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
 				WHERE t.id = ANY (ARRAY(SELECT id FROM x))
-				RETURNING t.topic, t.status)
-			SELECT p.topic, p.n, p.pending FROM (
-					SELECT topic, count(*) AS n, bool_or(status = 'pending') AS pending FROM u GROUP BY topic) p
+				RETURNING t.topic, t.status, t.id, t.attempts)
+			SELECT p.topic, p.n, p.pending, p.dead FROM (
+					SELECT topic, count(*) AS n, bool_or(status = 'pending') AS pending,
+						string_agg(id || ':' || attempts, ',') FILTER (WHERE status = 'dead') AS dead
+					FROM u GROUP BY topic) p
 				LEFT JOIN LATERAL (SELECT pg_notify($3::text || md5($4::text || ':' || p.topic), '')
 					WHERE p.pending) n ON true`),
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -351,4 +352,27 @@ const channelPrefix = "conveyor_"
 func channelName(qualified, topic string) string {
 	sum := md5.Sum([]byte(qualified + ":" + topic))
 	return channelPrefix + hex.EncodeToString(sum[:])
+}
+
+// reportFetch reports a claim of the queue that failed and is retried
+// (Options.OnFailure), or calls log without a hook.
+func (st *topicState) reportFetch(err error, log func()) {
+	st.ps.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: st.topic, Subscription: st.sub, Err: err}, log)
+}
+
+// reportDead reports message id of the queue dead after attempt, for
+// cause, keeping reason (Options.OnFailure).
+func (st *topicState) reportDead(id int64, attempt int, cause pubsub.DeadCause, reason string) {
+	st.ps.reportDead(st.topic, st.sub, id, attempt, cause, reason)
+}
+
+// reportDead reports message id of subscription sub of topic dead
+// (Options.OnFailure).
+func (ps *PubSub) reportDead(topic, sub string, id int64, attempt int, cause pubsub.DeadCause, reason string) {
+	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: topic, Subscription: sub,
+		MessageID: strconv.FormatInt(id, 10), Attempt: attempt}
+	if reason != "" {
+		f.Err = errors.New(reason)
+	}
+	ps.fails.Report(f, nil)
 }

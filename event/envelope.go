@@ -548,6 +548,10 @@ type Metadata struct {
 	Subscription string // the subscription of Topic it was consumed from
 	MessageID    string // the backend's id of the message
 	Attempt      int    // 1 on the first delivery; 0 if the backend does not count
+	// LastAttempt: the delivery is the message's last attempt under its
+	// topic's retry policy, so a failure makes it dead (false when the
+	// backend does not count attempts or say its policy).
+	LastAttempt bool
 
 	// Extensions are the event's extension attributes as on the wire
 	// (see Envelope.Extensions and Extension), such as traceparent; nil

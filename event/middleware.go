@@ -63,6 +63,8 @@ func Logging(l *slog.Logger) Middleware {
 			case err == nil:
 			case IsPermanent(err):
 				level, msg = slog.LevelError, "event: failed for good, the message is dead"
+			case d.LastAttempt:
+				level, msg = slog.LevelError, "event: failed at its last attempt, the message is dead"
 			default:
 				level, msg = slog.LevelWarn, "event: failed, the message will be retried"
 			}
@@ -131,13 +133,18 @@ func Timeout(d time.Duration) Middleware {
 
 // Observe calls fn after every delivery with its metadata, the time it
 // took and its error (nil: acked; IsPermanent: dead; else retried): the hook
-// for metrics.
+// for metrics. A failure at the message's last attempt (Metadata.LastAttempt)
+// makes it dead too: fn gets it marked Permanent.
 func Observe(fn func(ctx context.Context, m Metadata, took time.Duration, err error)) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, d Delivery) error {
 			start := time.Now()
 			err := next(ctx, d)
-			fn(ctx, d.Metadata, time.Since(start), err)
+			reported := err
+			if err != nil && d.LastAttempt && !IsPermanent(err) {
+				reported = Permanent(err)
+			}
+			fn(ctx, d.Metadata, time.Since(start), reported)
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -69,6 +70,16 @@ type ServiceOptions struct {
 	// Logger receives the Service's logs (see Logging). nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// OnFailure, when set, is handed each failure of the Service no
+	// caller is returned (see pubsub.Failure): a Dequeue that failed and
+	// is retried (pubsub.FetchRetried), a message the Service settled
+	// dead (pubsub.Dead: Rejected for a permanent error or an undecodable
+	// message, AttemptsExhausted for a failure at its last attempt). The
+	// backend's own OnFailure hears of the same deaths. It runs in a
+	// goroutine of its own (see pubsub.Failure for what happens when it
+	// is slow); the Service's stop waits for it to have had them. nil
+	// means they are logged, as before.
+	OnFailure func(pubsub.Failure)
 }
 
 func (o ServiceOptions) withDefaults() (ServiceOptions, error) {
@@ -127,12 +138,15 @@ type Service struct {
 	errs      []error                  // registration mistakes, reported by Start
 
 	// Set when the Service starts.
-	topic   pubsub.Topic // the handle on the subscription, closed when the Service stops
+	topic   pubsub.Topic       // the handle on the subscription, closed when the Service stops
+	retry   pubsub.RetryPolicy // the topic's, when it says it (retryOK)
+	retryOK bool
 	handler Handler
 	stopDQ  context.CancelFunc // stops dequeuing
 	stopH   context.CancelFunc // ends the ctx of the handlers in hand
 	hctx    context.Context    // the ctx handlers derive from
 	settles *settleContexts    // the ctx settles run on
+	fails   *failhook.Reporter // ServiceOptions.OnFailure's
 	done    chan struct{}      // closed when every worker has ended
 	wg      sync.WaitGroup
 	errOnce sync.Once
@@ -165,6 +179,7 @@ func NewService(topic string, opts ServiceOptions) (*Service, error) {
 		log:       o.Logger.With(slog.String("topic", topic), slog.String("subscription", o.Subscription)),
 		listeners: map[EventType][]listener{},
 		done:      make(chan struct{}),
+		fails:     failhook.New(o.OnFailure),
 	}, nil
 }
 
@@ -335,6 +350,7 @@ func (s *Service) prepare(ctx context.Context) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	s.topic = topic
+	s.retry, s.retryOK = pubsub.TopicRetryPolicy(topic)
 	return nil
 }
 
@@ -411,6 +427,7 @@ func (s *Service) drain(dqctx context.Context) {
 	s.stopH()
 	s.settles.stop()
 	s.closeTopic()
+	s.fails.Close()
 	close(s.done)
 }
 
@@ -439,7 +456,9 @@ func (s *Service) work(dqctx context.Context) {
 				return
 			}
 			wait = min(max(2*wait, 10*time.Millisecond), retryDequeueMax)
-			s.log.Warn("event: dequeue failed; retrying", slog.Any("error", err), slog.Duration("wait", wait))
+			s.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.topicName, Subscription: s.subName, Err: err}, func() {
+				s.log.Warn("event: dequeue failed; retrying", slog.Any("error", err), slog.Duration("wait", wait))
+			})
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
@@ -458,6 +477,7 @@ func (s *Service) work(dqctx context.Context) {
 // buffer for the message's id.
 func (s *Service) process(m pubsub.Message, idBuf *[]byte) {
 	md := Metadata{Topic: s.topicName, Subscription: s.subName, Attempt: pubsub.Attempt(m)}
+	md.LastAttempt = s.retryOK && md.Attempt > 0 && s.retry.Exhausted(md.Attempt)
 	// A message that can write its id gets it in the string decode makes
 	// for the envelope's attributes, instead of one of its own. The
 	// worker's buffer is written here only: decode copies what it keeps.
@@ -605,6 +625,18 @@ func (s *Service) settle(m pubsub.Message, md Metadata, err error, retry bool) {
 		}
 	default:
 		serr = pubsub.Fail(ctx, m, err)
+	}
+	if serr == nil && err != nil {
+		f := pubsub.Failure{Kind: pubsub.Dead, Topic: md.Topic, Subscription: md.Subscription, MessageID: md.MessageID, Attempt: md.Attempt, Err: err}
+		switch {
+		case IsPermanent(err) && !retry:
+			f.Cause = pubsub.Rejected
+		case md.LastAttempt:
+			f.Cause = pubsub.AttemptsExhausted
+		}
+		if f.Cause != "" {
+			s.fails.Report(f, nil) // Logging has logged it
+		}
 	}
 	if serr != nil {
 		s.log.Warn("event: settle failed; the message comes back when its lease runs out",

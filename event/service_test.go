@@ -804,3 +804,43 @@ func TestLeaseExtension(t *testing.T) {
 		}
 	})
 }
+
+// TestObserveLastAttempt fails an event at each of its 2 attempts: Observe
+// reports the first failure as retried and the last as permanent (the
+// message is dead), as do the log and ServiceOptions.OnFailure, on every
+// backend.
+func TestObserveLastAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		ctx := newApp(t, b, fastRetry(2))
+		type obs struct {
+			attempt int
+			last    bool
+			perm    bool
+		}
+		observed := make(chan obs, 2)
+		failures := make(chan pubsub.Failure, 10)
+		svc, logs := newService(t, "orders", event.ServiceOptions{OnFailure: func(f pubsub.Failure) { failures <- f }, Middleware: []event.Middleware{
+			event.Observe(func(_ context.Context, m event.Metadata, _ time.Duration, err error) {
+				observed <- obs{m.Attempt, m.LastAttempt, event.IsPermanent(err)}
+			}),
+		}})
+		_ = event.ListenFunc(svc, func(ctx context.Context, e OrderPlaced) error { return errors.New("down") })
+		start(t, ctx, svc)
+		if err := dispatcher(t, ctx, "orders").Dispatch(ctx, OrderPlaced{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []obs{{1, false, false}, {2, true, true}} {
+			if o := <-observed; o != want {
+				t.Errorf("observed %+v, want %+v", o, want)
+			}
+		}
+		f := <-failures
+		if f.Kind != pubsub.Dead || f.Cause != pubsub.AttemptsExhausted || f.Topic != "orders" ||
+			f.Subscription != pubsub.DefaultSubscription || f.MessageID == "" || f.Attempt != 2 || f.Err == nil {
+			t.Errorf("OnFailure had %+v; want the message dead, attempts exhausted, at attempt 2", f)
+		}
+		if !strings.Contains(logs.String(), "failed at its last attempt, the message is dead") {
+			t.Errorf("the log does not say the message is dead:\n%s", logs)
+		}
+	})
+}

@@ -370,9 +370,11 @@ func (s *subState) fetch() {
 		}
 	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
-		if !logged {
-			ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
-		}
+		ps.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.st.name, Subscription: s.name, Err: err}, func() {
+			if !logged {
+				ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
+			}
+		})
 		select {
 		case <-time.After(retryWait):
 		case <-ps.ctx.Done():

@@ -107,4 +107,11 @@
 // A message published on a topic's subject (Subject) without conveyor, by
 // plain nats.go say, is delivered like an enqueued one; docs/natspubsub.md
 // says what its ID, header and duplicate detection are.
+//
+// # Failures
+//
+// Options.OnFailure hears of each fetch retried and each message that goes
+// dead (pubsub.Failure, with its cause: attempts exhausted, rejected,
+// lease ran out), in a goroutine of its own that never holds up a delivery
+// (see pubsub.Failure).
 package natspubsub

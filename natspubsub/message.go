@@ -109,6 +109,8 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		if err := m.kill(context.Background(), backend.ReasonLeaseExpired); err != nil {
 			s.st.ps.opts.Logger.Error("natspubsub: making a message dead after its last lease ran out", "topic", s.st.name,
 				"subscription", s.name, "message_id", id, "error", err)
+		} else {
+			m.reportDead(pubsub.LeaseExpired, backend.ReasonLeaseExpired)
 		}
 		return nil
 	}
@@ -164,14 +166,33 @@ func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
 func (m *message) Fail(ctx context.Context, reason error) error {
 	f := backend.Fail(m.s.st.ps.opts.Retry, m.attempt, reason)
 	if f.Dead {
-		return m.settle(ctx, "nack", func(ctx context.Context) error { return m.kill(ctx, f.Reason) })
+		err := m.settle(ctx, "nack", func(ctx context.Context) error { return m.kill(ctx, f.Reason) })
+		if err == nil {
+			m.reportDead(pubsub.AttemptsExhausted, f.Reason)
+		}
+		return err
 	}
 	return m.settle(ctx, "nack", func(context.Context) error { return m.jm.NakWithDelay(f.Backoff) })
 }
 
 // Reject makes the message dead at once, keeping reason.
 func (m *message) Reject(ctx context.Context, reason error) error {
-	return m.settle(ctx, "reject", func(ctx context.Context) error { return m.kill(ctx, backend.RejectReason(reason)) })
+	r := backend.RejectReason(reason)
+	err := m.settle(ctx, "reject", func(ctx context.Context) error { return m.kill(ctx, r) })
+	if err == nil {
+		m.reportDead(pubsub.Rejected, r)
+	}
+	return err
+}
+
+// reportDead reports m dead for cause, keeping reason (Options.OnFailure).
+func (m *message) reportDead(cause pubsub.DeadCause, reason string) {
+	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: m.s.st.name, Subscription: m.s.name,
+		MessageID: m.id, Attempt: m.attempt}
+	if reason != "" {
+		f.Err = errors.New(reason)
+	}
+	m.s.st.ps.fails.Report(f, nil)
 }
 
 // ExtendLease moves the lease's end to now+d: the server is told the

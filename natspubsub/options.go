@@ -106,6 +106,15 @@ type Options struct {
 	// Logger receives what no caller can be given. nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// OnFailure, when set, is handed each failure no caller is returned
+	// (see pubsub.Failure): a fetch that failed and is retried
+	// (pubsub.FetchRetried), a message that went dead (pubsub.Dead: its
+	// last attempt failed, it was rejected, or the lease of its last
+	// attempt ran out). It runs in a goroutine of its own (see
+	// pubsub.Failure for what happens when it is slow); Close waits for
+	// it to have had them. nil means they are logged on Logger, as
+	// before (deaths not at all).
+	OnFailure func(pubsub.Failure)
 }
 
 // resolved are Options with their defaults applied and checked against the

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -33,6 +34,8 @@ type PubSub struct {
 	mu     sync.Mutex
 	closed bool
 	topics map[string]*topicState
+
+	fails *failhook.Reporter // Options.OnFailure's
 }
 
 var (
@@ -90,7 +93,8 @@ func newPubSub(nc *nats.Conn, owned bool, opts Options) (*PubSub, error) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		return nil, fmt.Errorf("natspubsub: the server at %s has no JetStream for this account (start nats-server with -js): %w", nc.ConnectedUrlRedacted(), err)
 	}
-	ps := &PubSub{nc: nc, owned: owned, js: js, opts: o, topics: map[string]*topicState{}, info: make(chan struct{}, 1)}
+	ps := &PubSub{nc: nc, owned: owned, js: js, opts: o, topics: map[string]*topicState{}, info: make(chan struct{}, 1),
+		fails: failhook.New(o.OnFailure)}
 	ps.ctx, ps.cancel = context.WithCancel(context.Background())
 	return ps, nil
 }
@@ -126,6 +130,7 @@ func (ps *PubSub) Close() error {
 	if ps.owned {
 		ps.nc.Close()
 	}
+	ps.fails.Close()
 	return nil
 }
 

@@ -69,6 +69,20 @@
 // transaction; a backend that cannot honour it refuses with ErrUnsupported.
 // WithHeader gives their messages a Header, carried to every delivery.
 //
+// # Failures and identity
+//
+// What fails where no caller is returned an error (a fetch retried in the
+// background, a relay's failed publish, a message gone dead) is a Failure,
+// handed to the OnFailure hook of the backend's, relay's or Service's
+// options, or logged without one; the hook runs in a goroutine of its
+// own, behind a queue of FailureQueueLen that drops (and counts) when
+// full, so it never holds up a delivery (failure.go).
+//
+// A message's Identity is its HeaderMessageID header, else its ID: a relay
+// sets the header, so every copy of a message in any store keeps the
+// identity of the one first enqueued, and ClaimMessage lets an inbox drop
+// a second copy however it arrived.
+//
 // # Injecting topics
 //
 // After a backend's Register and RegisterTopic, a struct field

@@ -124,3 +124,30 @@ func MessageHeader(m Message) Header {
 	}
 	return nil
 }
+
+// HeaderMessageID is the header key that carries a message's identity
+// across brokers: a relay (package relay) publishes each message with it,
+// set to the message's Identity, so a message relayed twice (through two
+// relays, or published again after a destination forgot its key) keeps
+// the identity of the message first enqueued, as CloudEvents' id does
+// for an event. A backend gives the copy an ID of its own (a row's or a
+// stream's sequence): the identity travels in the header only.
+const HeaderMessageID = "conveyor-message-id"
+
+// Identity returns m's stable identity: its HeaderMessageID header when it
+// has one, else its ID. It is the same for every delivery of m and for
+// every copy relayed from it: the key for an inbox (ClaimMessage).
+func Identity(m Message) string {
+	if id := MessageHeader(m)[HeaderMessageID]; id != "" {
+		return id
+	}
+	return m.ID()
+}
+
+// ClaimMessage claims m's Identity on t's inbox (see Claim): the first
+// claim of a message, however many copies of it arrive (redelivered,
+// relayed twice), is the only one that reports first. Copies of one
+// message on different subscriptions are claimed on each.
+func ClaimMessage(ctx context.Context, t Topic, m Message) (first bool, release func(context.Context) error, err error) {
+	return Claim(ctx, t, Identity(m))
+}

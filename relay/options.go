@@ -16,14 +16,20 @@ const (
 	DefaultWorkers = 8
 	// DefaultTimeout bounds the publish and the settle of one message.
 	DefaultTimeout = 15 * time.Second
+	// DefaultBackoff is the Relay's first pause after a publish failed
+	// because the destination is unavailable; each further failure in a
+	// row doubles it, up to DefaultMaxBackoff.
+	DefaultBackoff = 100 * time.Millisecond
+	// DefaultMaxBackoff caps the Relay's pause while the destination is
+	// unavailable.
+	DefaultMaxBackoff = 30 * time.Second
 	// MaxSourceLen is the longest Options.Source accepted, in bytes: a
 	// key (see Key) stays within pubsub.MaxKeyLen for message IDs of up
 	// to about 490 bytes.
 	MaxSourceLen = 500
 )
 
-// retryMax caps a worker's pause after a failing Dequeue or a failing
-// publish.
+// retryMax caps a worker's pause after a failing Dequeue.
 const retryMax = 5 * time.Second
 
 // Options configures a Relay. The zero value means the defaults.
@@ -58,8 +64,26 @@ type Options struct {
 	// pubsub.ErrTooLarge or pubsub.ErrInvalidKey are always permanent;
 	// nil means no other is.
 	Permanent func(error) bool
+	// Backoff is the Relay's pause after a publish failed for a reason
+	// other than the message itself (the destination is down, slow or
+	// refuses every message for now): every worker waits before its next
+	// publish, and each failure after a pause doubles it, up to
+	// MaxBackoff; a publish that succeeds ends the pause. 0 means
+	// DefaultBackoff.
+	Backoff time.Duration
+	// MaxBackoff caps the pause. 0 means DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// OnFailure, when set, is handed each failure no caller is returned
+	// (see pubsub.Failure): a failed publish (pubsub.PublishFailed), a
+	// message made dead in the source (pubsub.Dead, Cause
+	// pubsub.Rejected), a failed Dequeue (pubsub.FetchRetried). It runs
+	// in a goroutine of its own (see pubsub.Failure for what happens when
+	// it is slow); Run returns once it has had the failures of that Run.
+	// nil means each is logged on Logger.
+	OnFailure func(pubsub.Failure)
 	// Logger receives the Relay's logs: each message made dead, each
-	// failed publish, settle or Dequeue. nil means slog.Default().
+	// failed publish, settle or Dequeue (those without OnFailure). nil
+	// means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -80,6 +104,10 @@ func (o Options) withDefaults(from pubsub.Topic) (Options, error) {
 		return fail("Workers", o.Workers, "0 (default) or more")
 	case o.Timeout < 0:
 		return fail("Timeout", o.Timeout, "0 (default) or more")
+	case o.Backoff < 0:
+		return fail("Backoff", o.Backoff, "0 (default) or more")
+	case o.MaxBackoff < 0:
+		return fail("MaxBackoff", o.MaxBackoff, "0 (default) or more")
 	}
 	if o.Source == "" {
 		n, ok := pubsub.As[named](from)
@@ -99,6 +127,15 @@ func (o Options) withDefaults(from pubsub.Topic) (Options, error) {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MaxBackoff < o.Backoff {
+		return fail("MaxBackoff", o.MaxBackoff, fmt.Sprintf("0 (default) or at least Backoff (%v)", o.Backoff))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -198,7 +198,8 @@ func destinations(t *testing.T) map[string]func(t *testing.T) pubsub.Topic {
 
 // TestRelayKeepsHeaders relays messages with and without a header from a
 // dbpubsub outbox, enqueued in the producer's transaction: each arrives in
-// the destination with the header it was enqueued with, or none.
+// the destination with the header it was enqueued with, or none, plus its
+// identity (pubsub.HeaderMessageID: its ID in the source).
 func TestRelayKeepsHeaders(t *testing.T) {
 	t.Parallel()
 	for name, newDest := range destinations(t) {
@@ -235,8 +236,13 @@ func TestRelayKeepsHeaders(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Dequeue from the destination: %v", err)
 				}
-				if got := pubsub.MessageHeader(m); !maps.Equal(got, want[string(m.Data())]) {
-					t.Errorf("message %q arrived with header %q, want %q", m.Data(), got, want[string(m.Data())])
+				got := maps.Clone(pubsub.MessageHeader(m))
+				if got[pubsub.HeaderMessageID] == "" {
+					t.Errorf("message %q arrived without its identity: header %q", m.Data(), got)
+				}
+				delete(got, pubsub.HeaderMessageID)
+				if w := want[string(m.Data())]; !maps.Equal(got, w) && (len(got) != 0 || len(w) != 0) {
+					t.Errorf("message %q arrived with header %q, want %q", m.Data(), got, w)
 				}
 				if err := m.Ack(ctx); err != nil {
 					t.Fatal(err)

@@ -136,7 +136,7 @@ func Harness(base dbpubsub.Options) pubsubtest.Harness {
 	var dsns sync.Map // *dbpubsub.PubSub -> the DSN of its schema
 	options := func(cfg pubsubtest.Config) dbpubsub.Options {
 		o := base
-		o.Retry, o.Lease, o.MaxDataSize = cfg.Retry, cfg.Lease, cfg.MaxDataSize
+		o.Retry, o.Lease, o.MaxDataSize, o.OnFailure = cfg.Retry, cfg.Lease, cfg.MaxDataSize, cfg.OnFailure
 		return o
 	}
 	return pubsubtest.Harness{
@@ -170,6 +170,6 @@ func Harness(base dbpubsub.Options) pubsubtest.Harness {
 // them.
 func Abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
-	a.Durable, a.Shared = true, true
+	a.Durable, a.Shared, a.FailureHook = true, true, true
 	return a
 }

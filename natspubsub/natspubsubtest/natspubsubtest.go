@@ -38,6 +38,7 @@ func Harness(t testing.TB, base natspubsub.Options) pubsubtest.Harness {
 	options := func(prefix string, cfg pubsubtest.Config) natspubsub.Options {
 		o := base
 		o.Prefix, o.Retry, o.Lease, o.MaxDataSize, o.UniqueWindow = prefix, cfg.Retry, cfg.Lease, cfg.MaxDataSize, UniqueWindow
+		o.OnFailure = cfg.OnFailure
 		return o
 	}
 	open := func(t testing.TB, o natspubsub.Options) *natspubsub.PubSub {
@@ -86,7 +87,7 @@ func Abilities() pubsubtest.Abilities {
 		Delay: true, Unique: true, UniqueWindow: UniqueWindow, Inbox: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
-		Subscriptions: true,
+		Subscriptions: true, FailureHook: true,
 		// Peek and Cancel are not offered (natspubsub/inspect.go).
 		TopicList: true, DeleteDead: true,
 		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).

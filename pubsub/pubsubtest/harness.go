@@ -14,6 +14,10 @@ type Config struct {
 	Retry       pubsub.RetryPolicy
 	Lease       time.Duration // 0: the backend's default
 	MaxDataSize int           // 0: the backend's default
+	// OnFailure is the failure hook (pubsub.Failure) to give the backend,
+	// as its Options.OnFailure; nil: none. Honoured by a backend that
+	// declares Abilities.FailureHook.
+	OnFailure func(pubsub.Failure)
 }
 
 // Abilities says which optional abilities and behaviours a backend has. It
@@ -60,6 +64,11 @@ type Abilities struct {
 	DeleteDead bool
 	Pause      bool // Topic: pubsub.Pauser
 	AckCount   bool // Topic: pubsub.AckCounter
+	// FailureHook: the backend hands Config.OnFailure each message that
+	// goes dead (pubsub.Dead), with its cause. Not in
+	// AllMessageAbilities: a harness declares it when it passes
+	// Config.OnFailure on.
+	FailureHook bool
 }
 
 // AllMessageAbilities is every optional ability of a PubSub, a Topic and a

@@ -57,7 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases} {
+	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases, failureCases} {
 		cases = append(cases, more...)
 	}
 	for _, c := range cases {
