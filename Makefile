@@ -5,7 +5,7 @@ GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 # (NATS JetStream).
 BACKEND ?= mem
 
-.PHONY: run test packages lint fmt-check vet bench bench-nats bench-micro fuzz check-go
+.PHONY: run test packages lint fmt-check vet tidy-check bench bench-nats bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS)
 # Ctrl-C stops it cleanly. Its settings are environment variables
@@ -58,8 +58,8 @@ test: lint packages
 packages:
 	@scripts/install-packages.sh
 
-## lint: gofmt check and go vet
-lint: fmt-check vet
+## lint: gofmt check, go vet, and go mod tidy leaving every go.mod and go.sum unchanged
+lint: fmt-check vet tidy-check
 
 fmt-check: check-go
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')); \
@@ -99,6 +99,13 @@ fuzz: check-go
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTag$$' -fuzztime $(FUZZTIME) ./di
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateTopicName$$' -fuzztime $(FUZZTIME) ./pubsub
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./event
+
+tidy-check: check-go
+	@for m in . bench interop; do \
+		if ! out=$$(cd $$m && $(GO) mod tidy -diff 2>&1); then \
+			echo "go mod tidy would change $$m/go.mod or go.sum (run it there):"; echo "$$out"; exit 1; \
+		fi; \
+	done
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "Go is not installed: install Go 1.25 or later (https://go.dev/dl) and put it on PATH."; exit 1; }
