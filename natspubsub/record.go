@@ -257,6 +257,6 @@ func (s *subState) giveBack(ctx context.Context, request requester, msgs []*mess
 	}
 	if failed != nil {
 		s.st.ps.opts.Logger.Warn("natspubsub: giving back messages no handler received; their deliveries count as attempts",
-			"topic", s.st.name, "subscription", s.name, "messages", len(msgs), "error", failed)
+			"topic", s.st.name, "subscription", s.name, "count", len(msgs), "error", failed)
 	}
 }

@@ -183,11 +183,11 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 		if p.err != nil {
 			ps.requestFailed(p.err)
 			ps.opts.Logger.Debug("natspubsub: an enqueue that returned before its publish ended was not stored", "topic", st.name,
-				"id", msg.Header.Get(hdrID), "error", p.err)
+				"message_id", msg.Header.Get(hdrID), "error", p.err)
 			return
 		}
 		ps.opts.Logger.Warn("natspubsub: an enqueue that returned before its publish ended was stored after all", "topic", st.name,
-			"id", msg.Header.Get(hdrID), "duplicate", p.ack.Duplicate)
+			"message_id", msg.Header.Get(hdrID), "duplicate", p.ack.Duplicate)
 	}) {
 		cancel()
 		return false, ps.fail(ctx, doing, pubsub.ErrClosed)

@@ -238,7 +238,7 @@ func (r *Relay) move(runCtx context.Context, m pubsub.Message) error {
 			r.report(r.failure(pubsub.PublishFailed, m, err, ""), func() {
 				r.log.Warn("relay: publish failed; the relay pauses and publishes the message again",
 					slog.String("message_id", m.ID()), slog.Int("attempt", pubsub.Attempt(m)),
-					slog.Duration("pause", d), slog.Any("error", err))
+					slog.Duration("wait", d), slog.Any("error", err))
 			})
 		}
 	}
