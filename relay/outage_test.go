@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -13,89 +11,10 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
+	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/relay"
 )
-
-// downProxy is a TCP proxy the test owns in front of the PostgreSQL
-// server. down closes its listener (new connections are refused) and the
-// connections open through it; up listens again on the same port.
-type downProxy struct {
-	addr, target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startDownProxy(t *testing.T, target string) *downProxy {
-	t.Helper()
-	p := &downProxy{target: target, conns: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
-	return p
-}
-
-func (p *downProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[s] = struct{}{}, struct{}{}
-			p.mu.Unlock()
-			p.wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer p.wg.Done()
-				_, _ = io.Copy(dst, src)
-				dst.Close()
-				src.Close()
-			}
-			go pipe(c, s)
-			go pipe(s, c)
-		}
-	}()
-}
-
-func (p *downProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *downProxy) up(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("listening again on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
-}
 
 // failures collects the failures a hook is handed.
 type failures struct {
@@ -138,13 +57,13 @@ func TestOutageKeepsAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startDownProxy(t, u.Host)
-	u.Host = p.addr
+	p := faultproxy.Start(t, u.Host)
+	u.Host = p.Addr()
 	dstDB := dbpubsubtest.OpenDB(t, u.String())
 	dst := dbpubsubtest.New(t, dstDB, dbpubsub.Options{Logger: quiet}).Topic("inbox")
 
 	prod := produce(t, srcDB, src, "m", 5, 5)
-	p.down()
+	p.Down()
 	var got failures
 	const workers = 2
 	r, err := relay.New(src, dst, relay.Options{Workers: workers, Backoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
@@ -165,7 +84,7 @@ func TestOutageKeepsAttempts(t *testing.T) {
 		}
 		return r.Stats().Failed >= wantFailed
 	})
-	p.up(t)
+	p.Up(t)
 	checkExactlyOnce(t, prod, drain(t, dst, len(prod.committed)))
 	waitFor(t, "the source's messages acked", func() bool {
 		s, err := pubsub.TopicStats(ctx, src)

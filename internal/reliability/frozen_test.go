@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -34,11 +35,11 @@ func TestCloseOnFrozenServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dsn, _ := newStore(t)
-			px := startProxy(t, serverOf(t, dsn))
+			px := faultproxy.Start(t, serverOf(t, dsn))
 			opts := tc.opts
 			opts.StatementTimeout = 10 * time.Minute
 			opts.Logger = discard
-			ps, err := dbpubsub.New(openDB(t, px.dsn(t, dsn)), opts)
+			ps, err := dbpubsub.New(openDB(t, px.DSN(dsn)), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestCloseOnFrozenServer(t *testing.T) {
 			if err := tp.Enqueue(context.Background(), []byte("before")); err != nil {
 				t.Fatal(err)
 			}
-			px.freeze()
+			px.Freeze()
 			inFlight := make(chan error, 1)
 			go func() { inFlight <- tp.Enqueue(context.Background(), []byte("in flight")) }()
 			time.Sleep(200 * time.Millisecond) // let it reach the server
@@ -82,8 +83,8 @@ func TestCloseOnFrozenServer(t *testing.T) {
 // await it. (The watchdog, a minute, only tells a hang from an answer.)
 func TestSettleOnFrozenServer(t *testing.T) {
 	dsn, _ := newStore(t)
-	px := startProxy(t, serverOf(t, dsn))
-	db := openDB(t, px.dsn(t, dsn))
+	px := faultproxy.Start(t, serverOf(t, dsn))
+	db := openDB(t, px.DSN(dsn))
 	base := dbpubsub.Options{StatementTimeout: 10 * time.Minute, CloseTimeout: time.Second, Lease: 5 * time.Minute, Logger: discard}
 	confirm := base
 	confirm.ConfirmAck = true
@@ -124,7 +125,7 @@ func TestSettleOnFrozenServer(t *testing.T) {
 		}
 		msgs[i] = m
 	}
-	px.freeze()
+	px.Freeze()
 	errs := make(chan error, len(calls))
 	var mu sync.Mutex
 	pending := map[string]bool{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/natspubsub"
 )
 
@@ -56,8 +57,8 @@ func TestNatsSilentConnection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 			defer cancel()
-			px := startProxy(t, natsHostPort(srv.URL))
-			ps := tc.open(t, "nats://"+px.addr(), natspubsub.Options{
+			px := faultproxy.Start(t, natsHostPort(srv.URL))
+			ps := tc.open(t, "nats://"+px.Addr(), natspubsub.Options{
 				Prefix: "silent" + tc.name, RequestTimeout: requestTimeout, Logger: discard,
 			})
 			tp := ps.Topic("silent")
@@ -74,7 +75,7 @@ func TestNatsSilentConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			t.Logf("silenced %d connections", px.silence())
+			t.Logf("silenced %d connections", px.Silence())
 			const want = 5
 			var enqueued, dequeued, failed int
 			// The bound of the recovery: well below nats.go's default

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/natspubsub"
 )
 
@@ -33,19 +34,19 @@ func TestNatsEnqueueDeadlineOnPartition(t *testing.T) {
 	srv := startNatsServer(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	defer cancel()
-	px := startProxy(t, natsHostPort(srv.URL))
+	px := faultproxy.Start(t, natsHostPort(srv.URL))
 	// The default request timeout (10 s), longer than the calls' ctx, as
 	// in the report.
-	ps := natsConnect(t, "nats://"+px.addr(), natspubsub.Options{Prefix: "partition"})
+	ps := natsConnect(t, "nats://"+px.Addr(), natspubsub.Options{Prefix: "partition"})
 	tp := ps.Topic("partition")
 	if err := tp.Enqueue(ctx, []byte("before")); err != nil {
 		t.Fatal(err)
 	}
 	data := bytes.Repeat([]byte("x"), ps.MaxDataSize()-1024)
 
-	px.partition()
+	px.Partition()
 	healed := make(chan struct{})
-	heal := time.AfterFunc(partitionFor, func() { px.heal(); close(healed) })
+	heal := time.AfterFunc(partitionFor, func() { px.Heal(); close(healed) })
 	defer heal.Stop()
 
 	type call struct {

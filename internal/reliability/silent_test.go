@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -26,14 +27,14 @@ func testSilentConnections(t *testing.T, mode ackMode) {
 	dsn, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)
 	defer cancel()
-	px := startProxy(t, serverOf(t, dsn))
+	px := faultproxy.Start(t, serverOf(t, dsn))
 
 	var logs syncbuf.Buffer
 	opts := mode.options(5 * time.Second)
 	opts.StatementTimeout = 2 * time.Second
 	opts.PollInterval = 250 * time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	consumer := newPubSub(t, openDB(t, px.dsn(t, dsn)), opts)
+	consumer := newPubSub(t, openDB(t, px.DSN(dsn)), opts)
 	producer := newPubSub(t, db, quietOptions(5*time.Second)).Topic(silentTopic)
 
 	const before, after = 200, 200
@@ -59,7 +60,7 @@ func testSilentConnections(t *testing.T, mode ackMode) {
 	enqueueAll(t, producer, payloads("before", before))
 	waitAcked(before, "before the silence")
 
-	n := px.silence()
+	n := px.Silence()
 	t.Logf("silenced %d connections", n)
 	enqueueAll(t, producer, payloads("after", after))
 	waitAcked(before+after, "after the silence")
