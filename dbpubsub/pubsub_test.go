@@ -706,6 +706,9 @@ func TestEnqueueUniqueAcrossProcesses(t *testing.T) {
 	if err := dequeueWithin(t, tp, 10*time.Second).Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := one.Flush(ctx); err != nil { // the ack is queued: the UPDATE below needs it written
+		t.Fatal(err)
+	}
 	if ok, err := pubsub.EnqueueUnique(ctx, tp, "2026-11-29T12:00", nil); ok || err != nil {
 		t.Fatalf("EnqueueUnique of a finished key = %v, %v; want false until the row is pruned", ok, err)
 	}
