@@ -7,8 +7,10 @@ require (
 	github.com/ThreeDotsLabs/watermill-nats/v2 v2.1.3
 	github.com/ThreeDotsLabs/watermill-sql/v4 v4.1.2
 	github.com/conveyorgo/conveyor v0.0.0
+	github.com/conveyorgo/conveyor/natspubsub v0.0.0-00010101000000-000000000000
+	github.com/conveyorgo/conveyor/otelconveyor v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/nats-io/nats.go v1.53.0
+	github.com/nats-io/nats.go v1.56.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/uptrace/bun v1.3.0
@@ -32,7 +34,7 @@ require (
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/lib/pq v1.12.3 // indirect
 	github.com/lithammer/shortuuid/v3 v3.0.7 // indirect
-	github.com/nats-io/nkeys v0.4.15 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/oklog/ulid v1.3.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
@@ -69,3 +71,9 @@ require (
 )
 
 replace github.com/conveyorgo/conveyor => ../
+
+replace (
+	github.com/conveyorgo/conveyor/internal/natstest => ../internal/natstest
+	github.com/conveyorgo/conveyor/natspubsub => ../natspubsub
+	github.com/conveyorgo/conveyor/otelconveyor => ../otelconveyor
+)

@@ -13,6 +13,13 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/samber/do/v2 v2.0.0 // indirect
 	github.com/samber/go-type-to-string v1.8.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
 
 replace github.com/conveyorgo/conveyor => ../
+
+replace (
+	github.com/conveyorgo/conveyor/internal/natstest => ../internal/natstest
+	github.com/conveyorgo/conveyor/natspubsub => ../natspubsub
+	github.com/conveyorgo/conveyor/otelconveyor => ../otelconveyor
+)

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/conveyorgo/conveyor"
 	"github.com/conveyorgo/conveyor/template"
 )
 
@@ -64,12 +63,12 @@ func render(tmpl fs.FS, modPath, version, replace string) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the template: %w", err)
 	}
-	mi, err := parseGoMod(conveyor.GoMod())
+	mi, err := parseGoMod(template.GoMod())
 	if err != nil {
-		return nil, fmt.Errorf("conveyor's embedded %w", err)
+		return nil, fmt.Errorf("the template's embedded %w", err)
 	}
 	a.files["go.mod"] = newGoMod(mi, modPath, version, replace, imports)
-	a.files["go.sum"] = conveyor.GoSum()
+	a.files["go.sum"] = template.GoSum()
 	return a, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/conveyorgo/conveyor"
+	"github.com/conveyorgo/conveyor/template"
 )
 
 func TestRewriteImports(t *testing.T) {
@@ -72,8 +72,8 @@ func TestRender(t *testing.T) {
 	if !strings.Contains(string(a.files["main.go"]), `"example.com/shop/x"`) {
 		t.Errorf("main.go: %s", a.files["main.go"])
 	}
-	if string(a.files["go.sum"]) != string(conveyor.GoSum()) {
-		t.Error("go.sum is not conveyor's")
+	if string(a.files["go.sum"]) != string(template.GoSum()) {
+		t.Error("go.sum is not the template module's")
 	}
 	gomod := string(a.files["go.mod"])
 	direct, _, _ := strings.Cut(gomod, "// indirect")
@@ -87,7 +87,12 @@ func TestRender(t *testing.T) {
 			t.Errorf("go.mod does not require %s indirectly:\n%s", m, gomod)
 		}
 	}
-	if !strings.HasSuffix(gomod, "\nreplace github.com/conveyorgo/conveyor => /src/conveyor\n") {
-		t.Errorf("go.mod lacks the replace:\n%s", gomod)
+	// Every conveyor module is replaced by its directory in the checkout.
+	for _, w := range []string{"\nreplace (\n\tgithub.com/conveyorgo/conveyor => /src/conveyor\n",
+		"\tgithub.com/conveyorgo/conveyor/natspubsub => /src/conveyor/natspubsub\n",
+		"\tgithub.com/conveyorgo/conveyor/otelconveyor => /src/conveyor/otelconveyor\n"} {
+		if !strings.Contains(gomod, w) {
+			t.Errorf("go.mod lacks %q:\n%s", w, gomod)
+		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/conveyorgo/conveyor"
+	"github.com/conveyorgo/conveyor/template"
 )
 
 // placeholderVersion is the version required of conveyor when a replace
@@ -69,22 +71,40 @@ func newGoMod(conveyorMod moduleInfo, modPath, version, replace string, imports 
 	if replace != "" && version == "" {
 		version = placeholderVersion
 	}
-	direct := []requirement{{conveyor.ModulePath, version}}
-	var indirect []requirement
+	// Conveyor's modules (the base module and the sub-modules the template
+	// requires, docs/modules.md) are required at version, and each replaced
+	// by its directory in the checkout replace. The template module itself
+	// is not one the app needs.
+	conv := []requirement{{conveyor.ModulePath, version}}
+	var direct, indirect []requirement
 	for _, r := range conveyorMod.requires {
-		if slices.ContainsFunc(imports, func(imp string) bool { return moduleOf(imp, conveyorMod.requires) == r.path }) {
+		switch {
+		case r.path == conveyor.ModulePath || r.path == template.ModulePath:
+			continue
+		case strings.HasPrefix(r.path, conveyor.ModulePath+"/"):
+			conv = append(conv, requirement{r.path, version})
+		case slices.ContainsFunc(imports, func(imp string) bool { return moduleOf(imp, conveyorMod.requires) == r.path }):
 			direct = append(direct, r)
-		} else {
+		default:
 			indirect = append(indirect, r)
 		}
 	}
+	direct = append(conv, direct...)
 	slices.SortFunc(indirect, func(a, b requirement) int { return strings.Compare(a.path, b.path) })
 	var b strings.Builder
 	fmt.Fprintf(&b, "module %s\n\ngo %s\n", modPath, conveyorMod.goVersion)
 	writeRequires(&b, direct, "")
 	writeRequires(&b, indirect, " // indirect")
 	if replace != "" {
-		fmt.Fprintf(&b, "\nreplace %s => %s\n", conveyor.ModulePath, quoteModFile(replace))
+		b.WriteString("\nreplace (\n")
+		for _, r := range conv {
+			dir := replace
+			if sub := strings.TrimPrefix(r.path, conveyor.ModulePath+"/"); sub != r.path {
+				dir = strings.TrimSuffix(replace, string(filepath.Separator)) + string(filepath.Separator) + filepath.FromSlash(sub)
+			}
+			fmt.Fprintf(&b, "\t%s => %s\n", r.path, quoteModFile(dir))
+		}
+		b.WriteString(")\n")
 	}
 	return []byte(b.String())
 }

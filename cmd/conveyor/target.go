@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/conveyorgo/conveyor"
 )
 
 // ErrInsideModule is returned (wrapped in a *ModuleTreeError) for a target
@@ -46,12 +49,37 @@ func checkOutsideModules(dir string) error {
 	if err != nil {
 		return err
 	}
+	var first *ModuleTreeError
 	for d := abs; ; d = filepath.Dir(d) {
 		if fi, err := os.Stat(filepath.Join(d, "go.mod")); err == nil && !fi.IsDir() {
-			return &ModuleTreeError{Dir: dir, ModRoot: d, Conveyor: checkCheckout(d) == nil}
+			if checkCheckout(d) == nil {
+				return &ModuleTreeError{Dir: dir, ModRoot: d, Conveyor: true}
+			}
+			if first == nil {
+				first = &ModuleTreeError{Dir: dir, ModRoot: d}
+			}
+			// A sub-module of conveyor's (cmd, template, natspubsub, ...;
+			// docs/modules.md): the checkout is further up.
+			if !isConveyorSubModule(d) {
+				return first
+			}
 		}
 		if filepath.Dir(d) == d {
+			if first != nil {
+				return first
+			}
 			return nil
 		}
 	}
+}
+
+// isConveyorSubModule reports whether the go.mod in dir is that of one of
+// conveyor's sub-modules (a module path under conveyor's).
+func isConveyorSubModule(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	return strings.HasPrefix(strings.TrimSpace(first), "module "+conveyor.ModulePath+"/")
 }
