@@ -304,7 +304,7 @@ func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, exece
 	if own {
 		ex = c.t.pub.ps.sqldb
 	}
-	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) (err error) {
+	return c.t.pub.ps.enqWrite(ctx, ex, func(ctx context.Context, ex execer) (err error) {
 		meta := ex // the connection write holds (see reroute)
 		if !own {
 			meta = c.t.pub.ps.sqldb
@@ -387,6 +387,63 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 	return ps.closedErr(f(sctx, ex))
 }
 
+// enqWrite is write for an enqueue: in a caller's transaction, the
+// statement runs with ctx (bounded by Options.StatementTimeout), so that
+// pgx cancels it when ctx ends; the failed statement aborts the
+// transaction, which can then not commit: its outcome is not in doubt.
+// On the pool, once the statement is sent, the call returns when ctx ends
+// with ctx's error wrapping ErrOutcomeUnknown (see inDoubt), while the
+// statement goes on, up to Options.StatementTimeout, on a goroutine of
+// its own: one is started only for a ctx that can end.
+func (ps *PubSub) enqWrite(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+	db, own := ex.(*sql.DB)
+	if !own {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sctx, cancel := ps.stmtCtx(ctx)
+		defer cancel()
+		return ps.closedErr(f(sctx, ex))
+	}
+	if ctx.Done() == nil {
+		return ps.write(ctx, ex, f)
+	}
+	cctx, cancel := ps.stmtCtx(ctx)
+	conn, err := db.Conn(cctx)
+	cancel()
+	if err != nil {
+		return ps.closedErr(err)
+	}
+	if err := ctx.Err(); err != nil {
+		conn.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Close()
+		sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
+		defer cancel()
+		done <- ps.closedErr(f(sctx, conn))
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // answered meanwhile
+			return err
+		default:
+		}
+		return inDoubt(ctx)
+	}
+}
+
+// inDoubt is the error of an enqueue whose ctx ended after its statement
+// was sent: ctx's error wrapping ErrOutcomeUnknown.
+func inDoubt(ctx context.Context) error {
+	return fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
+}
+
 // committed tells the consumers of st about a message just committed
 // outside a caller's transaction: this PubSub's at once, other processes'
 // through the notifier. A message in a caller's transaction is announced
@@ -452,13 +509,13 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 		if err != nil {
 			return err
 		}
-		err = ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
+		err = ps.enqWrite(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
 			rt, err = t.insertRows(ctx, ex, rt, []*enqReq{r})
+			if err == nil {
+				rt.committed()
+			}
 			return err
 		})
-		if err == nil {
-			rt.committed()
-		}
 		return err
 	}
 	g := &t.enq
@@ -492,9 +549,13 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 	case enqLeading:
 		g.mu.Unlock()
 		return t.lead(ctx, r)
-	case enqTaken: // ctx ended first: the outcome is awaited all the same
+	case enqTaken: // ctx ended first: the statement goes on without this call
 		g.mu.Unlock()
-		<-r.ready
+		select {
+		case <-r.ready: // answered meanwhile
+		default:
+			return inDoubt(ctx)
+		}
 	default:
 		g.mu.Unlock()
 	}
@@ -531,8 +592,35 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		return ps.closedErr(err)
 	}
 	group := t.enq.take(r)
+	if ctx.Done() == nil {
+		t.run(ctx, conn, rt, group)
+		return r.err
+	}
+	// The statement goes on, for the group's other calls, if r's ctx
+	// ends: it runs on a goroutine of its own, and r awaits it as a
+	// queued call does.
+	r.ready = make(chan struct{}, 1)
+	go t.run(ctx, conn, rt, group)
+	select {
+	case <-r.ready:
+		return r.err
+	case <-ctx.Done():
+		select {
+		case <-r.ready: // answered meanwhile
+			return r.err
+		default:
+		}
+		return inDoubt(ctx)
+	}
+}
+
+// run runs the statement of group, whose first call is the leader's, on
+// conn, then closes conn, tells the calls their outcome and hands the
+// leader's place on.
+func (t *Topic) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enqReq) {
+	ps := t.pub.ps
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
-	rt, err = t.insertRows(sctx, conn, rt, group)
+	rt, err := t.insertRows(sctx, conn, rt, group)
 	err = ps.closedErr(err)
 	for _, q := range group {
 		q.err = err
@@ -555,9 +643,12 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 			break
 		}
 	}
-	t.enq.finish(group[1:])
+	if group[0].ready != nil {
+		t.enq.finish(group)
+	} else {
+		t.enq.finish(group[1:])
+	}
 	t.enq.handOff()
-	return r.err
 }
 
 // left counts a grouped call's return from insert.
