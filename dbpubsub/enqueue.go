@@ -29,8 +29,11 @@ import (
 // the write contract (PubSub.write): a leader takes a connection with its
 // own ctx before it takes the queued rows, so a queued call whose ctx ends
 // before a leader takes it returns ctx's error and added nothing; once
-// taken, it awaits the statement's outcome, which is the truth for all its
-// rows (one statement: all or none). A batch's rows are never split
+// taken, it returns the statement's outcome, which is the truth for all its
+// rows (one statement: all or none), or, if its ctx ends first, ctx's
+// error wrapping ErrOutcomeUnknown. The statement goes on for the others:
+// a leader whose ctx can end runs it on a goroutine of its own (run), and
+// awaits it as a queued call does. A batch's rows are never split
 // between statements, and keep their order.
 //
 // This grouping runs on the callers' own goroutines rather than on the
@@ -61,8 +64,12 @@ const MaxUniqueKeyLen = pubsub.MaxKeyLen
 // Enqueue adds a copy of data, ready at once. It returns when the row is
 // committed (or, in a caller's transaction, written in it).
 //
-// An error after the statement was sent (the connection lost, the reply
-// never read, the PubSub closed) can hide a commit: the message may be
+// If ctx ends before the statement is sent, Enqueue returns ctx's error
+// and added nothing; after, it returns then with ctx's error wrapping
+// ErrOutcomeUnknown, and the statement goes on (up to
+// Options.StatementTimeout) for the calls that share it. That error, or
+// another after the statement was sent (the connection lost, the reply
+// never read, the PubSub closed), can hide a commit: the message may be
 // stored although Enqueue failed, and one lost reply fails every call of
 // the group that shared the statement. A producer that retries such an
 // error must retry idempotently: EnqueueUnique with a key of its own, or,
