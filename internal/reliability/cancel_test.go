@@ -410,3 +410,48 @@ func TestBatchAllOrNoneOnFullTopic(t *testing.T) {
 		t.Errorf("delivered %q, want exactly the batches that succeeded, in order: %q", got, want)
 	}
 }
+
+// The same moment in a caller's transaction: the Enqueue's statement is
+// canceled when its ctx ends, which aborts the transaction, so the call
+// returns its ctx's error, not in doubt, and nothing of the transaction
+// can commit. A trigger makes the INSERT take 2 s; the ctx ends after
+// 100 ms.
+func TestEnqueueInTxCanceledMidStatement(t *testing.T) {
+	_, db := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ps := newPubSub(t, db, quietOptions(0))
+	tp := ps.Topic("intx")
+	if err := tp.Enqueue(ctx, []byte("warm-up")); err != nil { // looks the table up
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`,
+		`CREATE TRIGGER slow_insert BEFORE INSERT ON ` + dbpubsubtest.ReadyTable(t, db, "intx") + ` FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
+	} {
+		if _, err := db.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = tp.Enqueue(dbpubsub.WithTx(cctx, tx), []byte("in tx"))
+	ccancel()
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, dbpubsub.ErrOutcomeUnknown) {
+		t.Errorf("Enqueue in a transaction with a ctx ending mid-INSERT: %v, want its ctx's error, not in doubt", err)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Error("the transaction committed after its Enqueue's statement was canceled")
+	}
+	var n int
+	if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE data = $1", []byte("in tx")).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the Enqueue in the aborted transaction is stored %d times, want none", n)
+	}
+}
