@@ -374,7 +374,8 @@ type execer interface {
 // the statement is awaited even if ctx ends (up to
 // Options.StatementTimeout), because pgx cancels the wait for the reply,
 // not the statement: giving up early could report a failure for a row that
-// was committed. The enqueues that share statements keep the same contract.
+// was committed. The inbox's claims use it; enqueues use enqWrite, which
+// returns when ctx ends (in doubt).
 func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	if db, ok := ex.(*sql.DB); ok {
 		cctx, cancel := ps.stmtCtx(ctx)
