@@ -48,14 +48,16 @@
 // ability of package pubsub is offered.
 //
 // A write (enqueue, settle) whose ctx ends before it is sent returns ctx's
-// error and changed nothing. Once sent, an enqueue is awaited, up to
-// Options.StatementTimeout, so a canceled Enqueue never reports a failure
-// for a message that was committed; a settle (Nack, Fail, Reject,
-// ExtendLease, Ack with ConfirmAck) returns when its ctx ends, with ctx's
-// error wrapping ErrOutcomeUnknown, so that no settle outlives its ctx on
-// a server that stopped answering. An error after it was sent (a lost
-// connection, Close) may hide a commit: retry with EnqueueUnique, or claim
-// in the consumer (pubsub.Claim). No call holds a pooled connection while
+// error and changed nothing. Once sent, it returns when its ctx ends, with
+// ctx's error wrapping ErrOutcomeUnknown (in doubt: it may yet commit),
+// so that no call outlives its ctx on a server that stopped answering: an
+// enqueue's statement goes on, up to Options.StatementTimeout, for the
+// other calls that share it; a settle's outcome is recorded on its
+// message. In a caller's transaction an enqueue's statement is canceled
+// when ctx ends (pgx), which aborts the transaction: it returns ctx's
+// error, and nothing of the transaction can commit. An error after it was
+// sent (in doubt, a lost connection, Close) may hide a commit: retry with
+// EnqueueUnique, or claim in the consumer (pubsub.Claim). No call holds a pooled connection while
 // it waits for another one, so a pool of any size serves any number of
 // callers, first uses of a topic included. A schema that is not migrated is an
 // error wrapping migrations.ErrNotMigrated. While the database cannot be

@@ -29,8 +29,11 @@ import (
 // the write contract (PubSub.write): a leader takes a connection with its
 // own ctx before it takes the queued rows, so a queued call whose ctx ends
 // before a leader takes it returns ctx's error and added nothing; once
-// taken, it awaits the statement's outcome, which is the truth for all its
-// rows (one statement: all or none). A batch's rows are never split
+// taken, it returns the statement's outcome, which is the truth for all its
+// rows (one statement: all or none), or, if its ctx ends first, ctx's
+// error wrapping ErrOutcomeUnknown. The statement goes on for the others:
+// a leader whose ctx can end runs it on a goroutine of its own (run), and
+// awaits it as a queued call does. A batch's rows are never split
 // between statements, and keep their order.
 //
 // This grouping runs on the callers' own goroutines rather than on the
@@ -61,8 +64,12 @@ const MaxUniqueKeyLen = pubsub.MaxKeyLen
 // Enqueue adds a copy of data, ready at once. It returns when the row is
 // committed (or, in a caller's transaction, written in it).
 //
-// An error after the statement was sent (the connection lost, the reply
-// never read, the PubSub closed) can hide a commit: the message may be
+// If ctx ends before the statement is sent, Enqueue returns ctx's error
+// and added nothing; after, it returns then with ctx's error wrapping
+// ErrOutcomeUnknown, and the statement goes on (up to
+// Options.StatementTimeout) for the calls that share it. That error, or
+// another after the statement was sent (the connection lost, the reply
+// never read, the PubSub closed), can hide a commit: the message may be
 // stored although Enqueue failed, and one lost reply fails every call of
 // the group that shared the statement. A producer that retries such an
 // error must retry idempotently: EnqueueUnique with a key of its own, or,
@@ -304,7 +311,7 @@ func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, exece
 	if own {
 		ex = c.t.pub.ps.sqldb
 	}
-	return c.t.pub.ps.write(ctx, ex, func(ctx context.Context, ex execer) (err error) {
+	return c.t.pub.ps.enqWrite(ctx, ex, func(ctx context.Context, ex execer) (err error) {
 		meta := ex // the connection write holds (see reroute)
 		if !own {
 			meta = c.t.pub.ps.sqldb
@@ -367,7 +374,8 @@ type execer interface {
 // the statement is awaited even if ctx ends (up to
 // Options.StatementTimeout), because pgx cancels the wait for the reply,
 // not the statement: giving up early could report a failure for a row that
-// was committed. The enqueues that share statements keep the same contract.
+// was committed. The inbox's claims use it; enqueues use enqWrite, which
+// returns when ctx ends (in doubt).
 func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	if db, ok := ex.(*sql.DB); ok {
 		cctx, cancel := ps.stmtCtx(ctx)
@@ -385,6 +393,63 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
 	defer cancel()
 	return ps.closedErr(f(sctx, ex))
+}
+
+// enqWrite is write for an enqueue: in a caller's transaction, the
+// statement runs with ctx (bounded by Options.StatementTimeout), so that
+// pgx cancels it when ctx ends; the failed statement aborts the
+// transaction, which can then not commit: its outcome is not in doubt.
+// On the pool, once the statement is sent, the call returns when ctx ends
+// with ctx's error wrapping ErrOutcomeUnknown (see inDoubt), while the
+// statement goes on, up to Options.StatementTimeout, on a goroutine of
+// its own: one is started only for a ctx that can end.
+func (ps *PubSub) enqWrite(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+	db, own := ex.(*sql.DB)
+	if !own {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sctx, cancel := ps.stmtCtx(ctx)
+		defer cancel()
+		return ps.closedErr(f(sctx, ex))
+	}
+	if ctx.Done() == nil {
+		return ps.write(ctx, ex, f)
+	}
+	cctx, cancel := ps.stmtCtx(ctx)
+	conn, err := db.Conn(cctx)
+	cancel()
+	if err != nil {
+		return ps.closedErr(err)
+	}
+	if err := ctx.Err(); err != nil {
+		conn.Close()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Close()
+		sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
+		defer cancel()
+		done <- ps.closedErr(f(sctx, conn))
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // answered meanwhile
+			return err
+		default:
+		}
+		return inDoubt(ctx)
+	}
+}
+
+// inDoubt is the error of an enqueue whose ctx ended after its statement
+// was sent: ctx's error wrapping ErrOutcomeUnknown.
+func inDoubt(ctx context.Context) error {
+	return fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
 }
 
 // committed tells the consumers of st about a message just committed
@@ -452,13 +517,13 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 		if err != nil {
 			return err
 		}
-		err = ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
+		err = ps.enqWrite(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
 			rt, err = t.insertRows(ctx, ex, rt, []*enqReq{r})
+			if err == nil {
+				rt.committed()
+			}
 			return err
 		})
-		if err == nil {
-			rt.committed()
-		}
 		return err
 	}
 	g := &t.enq
@@ -492,9 +557,13 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 	case enqLeading:
 		g.mu.Unlock()
 		return t.lead(ctx, r)
-	case enqTaken: // ctx ended first: the outcome is awaited all the same
+	case enqTaken: // ctx ended first: the statement goes on without this call
 		g.mu.Unlock()
-		<-r.ready
+		select {
+		case <-r.ready: // answered meanwhile
+		default:
+			return inDoubt(ctx)
+		}
 	default:
 		g.mu.Unlock()
 	}
@@ -531,8 +600,35 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		return ps.closedErr(err)
 	}
 	group := t.enq.take(r)
+	if ctx.Done() == nil {
+		t.run(ctx, conn, rt, group)
+		return r.err
+	}
+	// The statement goes on, for the group's other calls, if r's ctx
+	// ends: it runs on a goroutine of its own, and r awaits it as a
+	// queued call does.
+	r.ready = make(chan struct{}, 1)
+	go t.run(ctx, conn, rt, group)
+	select {
+	case <-r.ready:
+		return r.err
+	case <-ctx.Done():
+		select {
+		case <-r.ready: // answered meanwhile
+			return r.err
+		default:
+		}
+		return inDoubt(ctx)
+	}
+}
+
+// run runs the statement of group, whose first call is the leader's, on
+// conn, then closes conn, tells the calls their outcome and hands the
+// leader's place on.
+func (t *Topic) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enqReq) {
+	ps := t.pub.ps
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
-	rt, err = t.insertRows(sctx, conn, rt, group)
+	rt, err := t.insertRows(sctx, conn, rt, group)
 	err = ps.closedErr(err)
 	for _, q := range group {
 		q.err = err
@@ -555,9 +651,12 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 			break
 		}
 	}
-	t.enq.finish(group[1:])
+	if group[0].ready != nil {
+		t.enq.finish(group)
+	} else {
+		t.enq.finish(group[1:])
+	}
 	t.enq.handOff()
-	return r.err
 }
 
 // left counts a grouped call's return from insert.

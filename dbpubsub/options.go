@@ -121,12 +121,14 @@ type Options struct {
 	// 0 means DefaultMaxBatchSize; at most 512 MiB.
 	MaxBatchSize int
 	// StatementTimeout bounds how long a write (enqueue, settle, lease
-	// extension), once sent to the database, is awaited. Once sent, an
-	// enqueue is awaited even if the caller's ctx ends, so that its result
-	// is the truth: a canceled Enqueue either returns its ctx's error and
-	// added nothing, or returns nil. A settle or lease extension returns
-	// when its ctx ends, the statement's outcome unknown (ErrOutcomeUnknown);
-	// a queued ack is written by the PubSub's settlers, under this timeout.
+	// extension), once sent to the database, runs. A call returns when its
+	// ctx ends all the same: before its statement was sent, with ctx's
+	// error (nothing changed); after, with ctx's error wrapping
+	// ErrOutcomeUnknown, while the statement goes on under this timeout
+	// (for the other enqueues that share it; a settle's outcome is recorded
+	// on its message). An enqueue in a caller's transaction is canceled
+	// with its ctx instead (the transaction is then aborted). A queued ack
+	// is written by the PubSub's settlers, under this timeout.
 	// It bounds every other statement too (claims,
 	// lease renewals, rescue, pruning, look-ups, the listener's pings) and
 	// each wait for a pool connection, so that connections that stop

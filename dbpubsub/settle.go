@@ -27,7 +27,10 @@ import (
 // lease. Ack queues its settle and returns (unless Options.ConfirmAck);
 // Flush and Close wait for the queued ones.
 
-// ErrOutcomeUnknown is wrapped, beside ctx's error, by the error of a
+// ErrOutcomeUnknown is wrapped, beside ctx's error, by the error of an
+// enqueue outside a caller's transaction (Enqueue, EnqueueAt,
+// EnqueueBatch, EnqueueUnique: the message may or may not be committed;
+// retry with EnqueueUnique, or claim in the consumer) or of a
 // settle (Nack, Fail, Reject, ExtendLease, an Ack with
 // Options.ConfirmAck) whose ctx ended while its statement was on its way
 // to or from the server: the call returns then rather than await the

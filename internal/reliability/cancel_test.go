@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -139,6 +140,8 @@ func TestProducerCancellation(t *testing.T) {
 				failed++
 				switch {
 				case present == 0:
+				case present == len(c.items) && errors.Is(c.err, dbpubsub.ErrOutcomeUnknown):
+					// in doubt (sent, then its ctx ended): committed, all or none
 				case present == len(c.items):
 					phantom++
 					t.Errorf("call %d returned %v, yet its %d message(s) exist: a phantom", i, c.err, present)
@@ -194,12 +197,16 @@ func callTime(t *testing.T, ctx context.Context, tp pubsub.Topic) time.Duration 
 }
 
 // Fault 4, the worst moment: the producer's ctx ends while the INSERT runs
-// on the server. pgx stops waiting for the reply when ctx ends, but the
-// server finishes and commits the statement, so dbpubsub must not report a
-// failure then (a phantom: the producer retries and the message exists
-// twice). A trigger in the test's own schema makes each INSERT take 300 ms,
-// and the ctx ends after 100 ms: the call either fails and added nothing,
-// or succeeds and added its message once.
+// on the server. The server finishes and commits the statement, so the
+// call must not report a plain failure then (a phantom: the producer
+// retries and the message exists twice): it returns by its ctx's
+// deadline, with ctx's error wrapping dbpubsub.ErrOutcomeUnknown (in
+// doubt). A trigger in the test's own schema makes each INSERT take
+// 2 s, and the ctx ends after 100 ms: the call returns by its ctx's
+// deadline (plus a slack of 500 ms for a loaded machine, well short of
+// the statement's end); if it returned ctx's error
+// alone (not sent), its message must not be committed; if nil, it must be
+// stored once.
 func TestEnqueueCanceledMidStatement(t *testing.T) {
 	_, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -211,7 +218,7 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 	}
 	for _, q := range []string{
 		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$`,
+			BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`,
 		`CREATE TRIGGER slow_insert BEFORE INSERT ON conveyor_events FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
 		`CREATE TRIGGER slow_insert BEFORE INSERT ON ` + dbpubsubtest.ReadyTable(t, db, "phantom") + ` FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
 	} {
@@ -230,16 +237,28 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 		}},
 	} {
 		cctx, ccancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		deadline, _ := cctx.Deadline()
 		err := c.enqueue(cctx)
+		returned := time.Now()
 		ccancel()
-		time.Sleep(time.Second) // the server finishes the statement meanwhile
+		if late := returned.Sub(deadline); late > 500*time.Millisecond {
+			t.Errorf("%s returned %v after its ctx's deadline (the INSERT takes 2 s): it awaited the statement", c.name, late)
+		}
+		time.Sleep(3 * time.Second) // the server finishes the statement meanwhile
 		var n int
 		if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE data = $1", []byte(c.data)).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		switch {
+		case errors.Is(err, dbpubsub.ErrOutcomeUnknown):
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s returned %q: in doubt, but without its ctx's error", c.name, err)
+			}
+			if n > 1 {
+				t.Errorf("%s in doubt, and its message is stored %d times, want at most once", c.name, n)
+			}
 		case err != nil && n != 0:
-			t.Errorf("%s returned %q, yet its message was committed (%d row): a phantom", c.name, err, n)
+			t.Errorf("%s returned %q (not sent), yet its message was committed (%d row): a phantom", c.name, err, n)
 		case err == nil && n != 1:
 			t.Errorf("%s succeeded, and its message is stored %d times, want once", c.name, n)
 		}
@@ -391,5 +410,50 @@ func TestBatchAllOrNoneOnFullTopic(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("delivered %q, want exactly the batches that succeeded, in order: %q", got, want)
+	}
+}
+
+// The same moment in a caller's transaction: the Enqueue's statement is
+// canceled when its ctx ends, which aborts the transaction, so the call
+// returns its ctx's error, not in doubt, and nothing of the transaction
+// can commit. A trigger makes the INSERT take 2 s; the ctx ends after
+// 100 ms.
+func TestEnqueueInTxCanceledMidStatement(t *testing.T) {
+	_, db := newStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ps := newPubSub(t, db, quietOptions(0))
+	tp := ps.Topic("intx")
+	if err := tp.Enqueue(ctx, []byte("warm-up")); err != nil { // looks the table up
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$`,
+		`CREATE TRIGGER slow_insert BEFORE INSERT ON ` + dbpubsubtest.ReadyTable(t, db, "intx") + ` FOR EACH ROW EXECUTE FUNCTION slow_insert()`,
+	} {
+		if _, err := db.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = tp.Enqueue(dbpubsub.WithTx(cctx, tx), []byte("in tx"))
+	ccancel()
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, dbpubsub.ErrOutcomeUnknown) {
+		t.Errorf("Enqueue in a transaction with a ctx ending mid-INSERT: %v, want its ctx's error, not in doubt", err)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Error("the transaction committed after its Enqueue's statement was canceled")
+	}
+	var n int
+	if err := db.DB.QueryRowContext(ctx, "SELECT count(*) FROM conveyor_events_all WHERE data = $1", []byte("in tx")).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("the Enqueue in the aborted transaction is stored %d times, want none", n)
 	}
 }

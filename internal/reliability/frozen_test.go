@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -161,6 +162,114 @@ func TestSettleOnFrozenServer(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			t.Fatalf("settle calls on a frozen server did not return within a minute (StatementTimeout is ten): %v", pending)
+		}
+	}
+}
+
+// Fault: the server stops answering (frozen, its port still open) while
+// producers enqueue with a ctx of a few seconds, on topics whose
+// connection was just used: Enqueue, EnqueueAt, EnqueueBatch (grouped,
+// and large enough for a statement of its own) and EnqueueUnique. Each
+// returns when its ctx ends, though StatementTimeout is ten minutes, with
+// ctx's error wrapping dbpubsub.ErrOutcomeUnknown: its statement was sent
+// and never answered. (The watchdog, a minute, only tells a hang from an
+// answer.)
+func TestEnqueueOnFrozenServer(t *testing.T) {
+	dsn, _ := newStore(t)
+	px := faultproxy.Start(t, serverOf(t, dsn))
+	db := openDB(t, px.DSN(dsn))
+	ps := newPubSub(t, db, dbpubsub.Options{StatementTimeout: 10 * time.Minute, CloseTimeout: time.Second, Logger: discard})
+	big := make([][]byte, 100)
+	for i := range big {
+		big[i] = []byte("big")
+	}
+	calls := []struct {
+		name string
+		f    func(ctx context.Context, tp pubsub.Topic) error
+	}{
+		{"Enqueue", func(ctx context.Context, tp pubsub.Topic) error { return tp.Enqueue(ctx, []byte("frozen")) }},
+		{"EnqueueAt", func(ctx context.Context, tp pubsub.Topic) error {
+			return pubsub.EnqueueAt(ctx, tp, []byte("frozen"), time.Now().Add(time.Hour))
+		}},
+		{"EnqueueBatch", func(ctx context.Context, tp pubsub.Topic) error {
+			return pubsub.EnqueueBatch(ctx, tp, [][]byte{[]byte("a"), []byte("b")})
+		}},
+		{"EnqueueBatch of 100", func(ctx context.Context, tp pubsub.Topic) error { return pubsub.EnqueueBatch(ctx, tp, big) }},
+		{"EnqueueUnique", func(ctx context.Context, tp pubsub.Topic) error {
+			_, err := pubsub.EnqueueUnique(ctx, tp, "k", []byte("frozen"))
+			return err
+		}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	topics := make([]pubsub.Topic, len(calls))
+	for i := range calls {
+		topics[i] = ps.Topic("frozen-enqueue-" + strconv.Itoa(i))
+		if err := topics[i].Enqueue(ctx, []byte("warm-up")); err != nil { // the route is known
+			t.Fatal(err)
+		}
+	}
+	// Each call runs at once on a pooled connection, just used: none has
+	// to dial the frozen server or check a connection on it (a call
+	// stopped there is not sent, and returns ctx's error alone). pgx's
+	// database/sql driver pings a connection before it lends it again
+	// when its last such check is more than a second old, and a new
+	// connection has had none: the connections are lent twice, so that
+	// the calls' lending needs no ping.
+	db.DB.SetMaxOpenConns(2 * len(calls))
+	db.DB.SetMaxIdleConns(2 * len(calls))
+	for range 2 {
+		var conns []*sql.Conn
+		for range len(calls) + 2 {
+			conn, err := db.DB.Conn(ctx)
+			if err == nil {
+				err = conn.PingContext(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, conn)
+		}
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}
+	px.Freeze()
+	errs := make(chan error, len(calls))
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	for _, c := range calls {
+		pending[c.name] = true
+	}
+	for i, c := range calls {
+		go func() {
+			defer func() {
+				mu.Lock()
+				delete(pending, c.name)
+				mu.Unlock()
+			}()
+			cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer ccancel()
+			err := c.f(cctx, topics[i])
+			if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dbpubsub.ErrOutcomeUnknown) {
+				err = fmt.Errorf("%s on a frozen server: %v, want its ctx's error (context.DeadlineExceeded) and dbpubsub.ErrOutcomeUnknown", c.name, err)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	watchdog := time.After(time.Minute)
+	for range calls {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-watchdog:
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("enqueues on a frozen server did not return within a minute (StatementTimeout is ten): %v", pending)
 		}
 	}
 }
