@@ -50,38 +50,24 @@
 //
 // # Optional abilities
 //
-// Small interfaces a backend may implement, each called through package
-// functions: Delayer (EnqueueAt, EnqueueDelayed), BatchEnqueuer
-// (EnqueueBatch), UniqueEnqueuer (EnqueueUnique), Attempter (Attempt),
-// LeaseExtender (ExtendLease), Failer (Fail), Rejecter (Reject),
-// DeadLetters (ListDead, RequeueDead, RequeueAllDead, PurgeDead), Stater
-// (TopicStats), Pauser (Pause, Resume, IsPaused), Inbox (Claim),
-// Subscriber (Subscribe, ListSubscriptions, DeleteSubscription), and for
-// operators TopicLister (ListTopics), Peeker (Peek, GetMessage), Canceler
-// (Cancel), DeadDeleter (DeleteDead) in inspect.go and AckCounter
-// (AckedSince). The functions find the ability through any wrapper that
-// exposes Unwrap (see As), and return ErrUnsupported, or use the
-// documented fallback, when a backend lacks one. A wrapper that implements
-// an ability only to observe it declares so (Forwarder), and then never
-// claims one the backend lacks; instrument.go has the hooks of a wrapper.
-//
-// WithTx asks every enqueue made with its ctx to run in the caller's
-// transaction; a backend that cannot honour it refuses with ErrUnsupported.
-// WithHeader gives their messages a Header, carried to every delivery.
+// Small interfaces a backend may implement (optional.go, inspect.go,
+// pause.go, subscription.go, inbox.go, ackcount.go), each called through
+// the package functions its doc names: EnqueueAt, EnqueueBatch,
+// EnqueueUnique, ExtendLease, Fail, Reject, ListDead, TopicStats, Pause,
+// Claim, Subscribe, Peek and so on. They find the ability through any
+// wrapper that exposes Unwrap (As) and return ErrUnsupported, or use the
+// documented fallback, when a backend lacks one; a wrapper that only
+// observes an ability declares so (Forwarder) and never claims one the
+// backend lacks. WithTx runs an enqueue in the caller's transaction;
+// WithHeader gives messages a Header.
 //
 // # Failures and identity
 //
-// What fails where no caller is returned an error (a fetch retried in the
-// background, a relay's failed publish, a message gone dead) is a Failure,
-// handed to the OnFailure hook of the backend's, relay's or Service's
-// options, or logged without one; the hook runs in a goroutine of its
-// own, behind a queue of FailureQueueLen that drops (and counts) when
-// full, so it never holds up a delivery (failure.go).
-//
+// What fails where no caller gets an error is a Failure, handed to the
+// OnFailure hook of a backend's, relay's or Service's options (or logged)
+// from a goroutine of its own that never holds up a delivery (failure.go).
 // A message's Identity is its HeaderMessageID header, else its ID: a relay
-// sets the header, so every copy of a message in any store keeps the
-// identity of the one first enqueued, and ClaimMessage lets an inbox drop
-// a second copy however it arrived.
+// sets the header, and ClaimMessage drops a second copy however it came.
 //
 // # Injecting topics
 //

@@ -48,50 +48,20 @@
 // identity; event.Claim claims the CloudEvents id, which is in the data.
 // An app that sets HeaderMessageID itself must give each message its own.
 //
-// # Failures
+// # Failures and guarantees
 //
 // A publish refused for the message's own sake (pubsub.ErrTooLarge,
-// pubsub.ErrInvalidKey, pubsub.ErrInvalidHeader, or what
-// Options.Permanent says) makes the message dead in the source at once
-// with its reason (pubsub.Reject), listed by pubsub.ListDead and
-// re-queued by pubsub.RequeueDead; the Relay goes on.
+// ErrInvalidKey, ErrInvalidHeader, or Options.Permanent) makes it dead in
+// the source with its reason (pubsub.Reject); the Relay goes on. Any other
+// failed publish means the destination is unavailable and costs the
+// message no attempt: the worker keeps it (extending its lease) while the
+// whole Relay pauses, Options.Backoff doubling up to Options.MaxBackoff,
+// so an outage of any length makes no committed message dead. Each failure
+// reaches Options.OnFailure (pubsub.Failure).
 //
-// Any other failed publish means the destination is unavailable (down,
-// unreachable, slow, busy), and does not count as the message's attempt:
-// the worker keeps the message, extends its lease in the source
-// (pubsub.ExtendLease) over the pause, and publishes it again. The Relay
-// pauses as a whole: every worker waits before its next publish,
-// Options.Backoff after the first failure, twice as long after each
-// failure in a row, up to Options.MaxBackoff; the first publish that
-// succeeds ends the pause. So an outage of any length makes no committed
-// message dead: they wait in the source, ready or in hand, and go once
-// the destination is back. A source that cannot extend a lease
-// (pubsub.ErrUnsupported) gets the message back with its reason
-// (pubsub.Fail), an attempt counted; so does one whose Relay stops during
-// the pause. Each failure is reported (Options.OnFailure,
-// pubsub.Failure): a failed publish as pubsub.PublishFailed, a rejected
-// message as pubsub.Dead, a failed Dequeue as pubsub.FetchRetried. A
-// Relay drops no message. A closed source or destination stops Run with
-// an error wrapping pubsub.ErrClosed.
-//
-// # Guarantees
-//
-// Relaying is at least once: a message is acked in the source only after
-// the destination has it, so after a crash or a lost Ack the source hands
-// it out again and it is published again under the same key. The
-// destination keeps one message per key, which makes the relaying exactly
-// once in the destination as long as it remembers the key: on natspubsub,
-// the stream's duplicate window (natspubsub.Options.UniqueWindow, 2
-// minutes by default; the key goes in Nats-Msg-Id), counted from the first
-// publish; on dbpubsub, as long as the message is kept. A publish after
-// that adds a second copy. The source brings a message back after its
-// lease (30 s by default) when a Relay stopped holding it: keep the window
-// longer than the lease. A failed publish (which the server may have
-// stored all the same) is tried again by the same worker after the pause,
-// within the window unless the outage outlasts it. Consumers that must
-// never see a second copy claim each message's identity
-// (pubsub.ClaimMessage), which a second copy shares.
-//
-// Order: with one worker, the destination gets the messages in the order
-// the source hands them out, a retried one later; with several, about so.
+// Relaying is at least once, and exactly once in the destination while it
+// remembers the key (natspubsub: its duplicate window; dbpubsub: while the
+// message is kept). Consumers that must never see a second copy claim its
+// identity (pubsub.ClaimMessage). With one worker the destination gets the
+// source's order. docs/design/relay.md has the details.
 package relay
