@@ -526,6 +526,8 @@ func (ps *PubSub) retryAcks(acks []*settleReq) {
 		if len(try) == 0 {
 			return
 		}
+		ps.opts.Logger.Debug("dbpubsub: asynchronous acks whose statement failed are tried again",
+			slog.Int("acks", len(try)))
 		done, err := ps.runSettle(ps.stmts.settleAsync, try)
 		acks = try[:0:0]
 		for _, r := range try {
