@@ -527,7 +527,7 @@ func (ps *PubSub) retryAcks(acks []*settleReq) {
 			return
 		}
 		ps.opts.Logger.Debug("dbpubsub: asynchronous acks whose statement failed are tried again",
-			slog.Int("acks", len(try)))
+			slog.Int("count", len(try)))
 		done, err := ps.runSettle(ps.stmts.settleAsync, try)
 		acks = try[:0:0]
 		for _, r := range try {
