@@ -49,7 +49,9 @@ endif
 ## against the official CloudEvents SDK (interop/, its own module)
 # go test -json goes through internal/testprogress: a line per package as it
 # finishes, the packages still running after 20 s of quiet, the full output of
-# failing tests. With pipefail the recipe's status is go test's.
+# failing tests, and last a line per failed package naming its failed tests
+# (what a report cut to its tail still shows). With pipefail the recipe's
+# status is go test's.
 test: lint packages
 	@set -o pipefail; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-test.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/testprogress" ./internal/testprogress || exit; \

@@ -11,11 +11,10 @@ import (
 var _ pubsub.AckCounter = (*topic)(nil)
 
 // AckedSince counts the acks of the handle's subscription at or after
-// since (see pubsub.AckCounter). Acks are counted by the second, as the
-// PubSub's coarse lease clock reads it (it lags the real time by at most
-// one sweep, Options.Lease/8 between 5 and 250 ms): every ack of the
-// second since falls in is counted, even one made a little before since;
-// a since in the future counts 0. The subscription remembers the acks of
+// since (see pubsub.AckCounter). Acks are counted by the second of the
+// real time (time.Now) they were made at: every ack of the second since
+// falls in is counted, even one made a little before since, and no ack
+// made at or after since is missed; a since in the future counts 0. The subscription remembers the acks of
 // its last 1024 seconds (about 17 minutes); a since older than that counts
 // those only. A named subscription that does not exist wraps
 // pubsub.ErrNoSubscription.
@@ -37,8 +36,13 @@ const ackWindow = 1024
 // Acks are counted where an Ack already holds a lock: each inflight shard
 // counts the acks of its latest second under its mu (endLease), and moves
 // them into the queue's ring of per-second buckets when an ack of a later
-// second comes. An Ack thus costs an increment, no atomic operation on a
-// line its subscription's other consumers write, and no allocation.
+// second comes. An Ack thus costs a clock read and an increment, no atomic
+// operation on a line its subscription's other consumers write, and no
+// allocation. The clock read is the real time, not the PubSub's coarse
+// lease clock: that one lags by up to a sweep, more when the sweeper is
+// late, so an ack made just after a caller's since, a second boundary
+// between them, would fall in the second before since's and never be
+// counted.
 
 // ackTally is the acks of one second that a shard has not yet moved into
 // the ring. Guarded by the shard's mu.

@@ -1,8 +1,11 @@
 package channelpubsub
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // TestAckCount checks the counts AckedSince reads: acks counted by the
@@ -44,4 +47,38 @@ func TestAckCount(t *testing.T) {
 	ack(1, start+ackWindow+1)
 	want("after start's bucket was reused", start, start+ackWindow+1, 3)
 	want("only the latest second", start+ackWindow+1, start+ackWindow+1, 2)
+}
+
+// TestAckedSinceMissesNoLaterAck: an ack made right after since is counted
+// by AckedSince(since), even when since is just past a second boundary,
+// where the PubSub's coarse lease clock (one sweep, 250 ms with the
+// default lease, behind) still reads the second before. Each round starts
+// at a second boundary: the case is a matter of the wall clock.
+func TestAckedSinceMissesNoLaterAck(t *testing.T) {
+	t.Parallel()
+	ps := New()
+	t.Cleanup(func() { _ = ps.Close() })
+	tp := ps.Topic("acks")
+	t.Cleanup(func() { _ = tp.Close() })
+	ctx := context.Background()
+	for round := range 3 {
+		if err := tp.Enqueue(ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := tp.Dequeue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+		since := time.Now()
+		if err := m.Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The previous round's ack was in an earlier second: this one
+		// alone counts.
+		if n, err := pubsub.AckedSince(ctx, tp, since); n != 1 || err != nil {
+			t.Fatalf("round %d: AckedSince(%s) right after an ack = %d, %v; want 1, nil",
+				round, since.Format(time.RFC3339Nano), n, err)
+		}
+	}
 }

@@ -612,36 +612,38 @@ func TestChart(t *testing.T) {
 		s := newServer(t, ps, dashboard.Options{SampleInterval: 50 * time.Millisecond, History: 10 * time.Second})
 		label := regexp.MustCompile(`aria-label="([0-9.]+) acked/s \(peak ([0-9.]+)\), backlog (\d+) \(peak (\d+)\)"`)
 		// The first samples see the backlog; then every message is acked.
-		waitFor(t, "a chart of the backlog", func() bool {
+		waitFor(t, "a chart of the backlog", func() (bool, string) {
 			_, body := s.get(t, "/conveyor/")
-			return strings.Contains(body, `<polyline class="backlog"`)
+			return strings.Contains(body, `<polyline class="backlog"`), body
 		})
 		for range 8 {
 			if err := dequeue(t, tp).Ack(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var last string
-		waitFor(t, "a chart of the acks", func() bool {
+		last := waitFor(t, "a chart of the acks", func() (bool, string) {
 			_, body := s.get(t, "/conveyor/")
 			m := label.FindStringSubmatch(body)
 			if m == nil {
-				last = body
-				return false
+				return false, body
 			}
-			last = m[0]
-			return m[2] != "0.0" && m[3] == "0" && m[4] == "8" && strings.Contains(body, `<polyline class="rate"`)
+			return m[2] != "0.0" && m[3] == "0" && m[4] == "8" && strings.Contains(body, `<polyline class="rate"`), m[0]
 		})
 		t.Logf("chart: %s", last)
 	})
 }
 
-// waitFor polls cond until it holds, failing t after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond until it holds and returns what it saw then; after
+// 30 s it fails t with what cond saw last.
+func waitFor(t *testing.T, what string, cond func() (bool, string)) string {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ok, seen := cond()
+		if ok {
+			return seen
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 30 s", what)
+			t.Fatalf("no %s after 30 s; last seen: %s", what, seen)
 		}
 	}
 }

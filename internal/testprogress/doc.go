@@ -2,7 +2,9 @@
 // report while the tests run: a line per package as it finishes, a line
 // naming the packages still running whenever nothing was printed for a
 // while, the full output of every failing (or unfinished) test, and a
-// summary. `make test` pipes go test through it:
+// summary whose last lines name each failed package's failed tests
+// ("FAIL: pkg TestX/sub"), so that the tail of a long report says what
+// failed. `make test` pipes go test through it:
 //
 //	set -o pipefail; go test -json ./... | go run ./internal/testprogress
 //

@@ -18,15 +18,19 @@ type event struct {
 	Test       string
 	Elapsed    float64
 	Output     string
+	// FailedBuild is set on the fail event of a package whose test
+	// binary did not build.
+	FailedBuild string
 }
 
 // pkg is what is kept of a package while it runs.
 type pkg struct {
-	start  time.Time
-	output []event         // every output event, in order, until the package ends
-	done   map[string]bool // the tests that ended (pass or skip)
-	failed map[string]bool // the tests that failed
-	ran    map[string]bool // the tests that started
+	start   time.Time
+	output  []event         // every output event, in order, until the package ends
+	done    map[string]bool // the tests that ended (pass or skip)
+	failed  map[string]bool // the tests that failed
+	ran     map[string]bool // the tests that started
+	started []string        // the tests that started, in order
 }
 
 // formatter prints the short report of a stream of events.
@@ -38,7 +42,7 @@ type formatter struct {
 	order   []string // running packages, in the order they started
 	ok, bad int
 	noTests int
-	failed  []string
+	failed  []string // a line per failed package: its name and why it failed
 }
 
 func newFormatter(w io.Writer, now func() time.Time) *formatter {
@@ -74,6 +78,9 @@ func (f *formatter) handle(line []byte) bool {
 	case e.Test != "":
 		switch e.Action {
 		case "run":
+			if !p.ran[e.Test] {
+				p.started = append(p.started, e.Test)
+			}
 			p.ran[e.Test] = true
 		case "pass", "skip":
 			p.done[e.Test] = true
@@ -115,7 +122,7 @@ func (f *formatter) end(e event, p *pkg) {
 		fmt.Fprintf(f.w, "ok   %s %s (no tests to run)\n", e.Package, seconds(e.Elapsed))
 	case "fail":
 		f.bad++
-		f.failed = append(f.failed, e.Package)
+		f.failed = append(f.failed, e.Package+" "+p.why(e))
 		fmt.Fprintf(f.w, "FAIL %s %s\n", e.Package, seconds(e.Elapsed))
 		for _, o := range p.output {
 			if o.Test == "" || p.failed[o.Test] || (p.ran[o.Test] && !p.done[o.Test]) {
@@ -123,6 +130,47 @@ func (f *formatter) end(e event, p *pkg) {
 			}
 		}
 	}
+}
+
+// why names what made p fail, as its fail event e ends it: the failed
+// tests that have no failed subtest and the tests that never ended (a
+// panic or a timeout stops the binary while they run), each without its
+// running parents; or, when no test failed, that its build failed or that
+// it failed outside any test (TestMain, such as its goleak check, or the
+// binary's exit).
+func (p *pkg) why(e event) string {
+	failed := func(name string) bool { return p.failed[name] }
+	unfinished := func(name string) bool { return !p.done[name] && !p.failed[name] }
+	var names []string
+	for _, kind := range []struct {
+		is     func(string) bool
+		suffix string
+	}{{failed, ""}, {unfinished, " (did not finish)"}} {
+		for _, name := range p.started {
+			if kind.is(name) && !p.hasSubtest(name, kind.is) {
+				names = append(names, name+kind.suffix)
+			}
+		}
+	}
+	switch {
+	case len(names) > 0:
+		return strings.Join(names, ", ")
+	case e.FailedBuild != "":
+		return "(build failed)"
+	default:
+		return "(no test failed: its output above says why, from TestMain or the test binary's exit)"
+	}
+}
+
+// hasSubtest reports whether a subtest of name, at any depth, started and
+// is.
+func (p *pkg) hasSubtest(name string, is func(string) bool) bool {
+	for _, sub := range p.started {
+		if strings.HasPrefix(sub, name+"/") && is(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // running prints the packages still running, the longest running first.
@@ -142,15 +190,16 @@ func (f *formatter) running() {
 	fmt.Fprintf(f.w, "     running: %s\n", strings.Join(names, ", "))
 }
 
-// summary prints the counts and the failed packages.
+// summary prints the counts and a line per failed package naming its
+// failed tests, last: a report cut to its tail still says what failed.
 func (f *formatter) summary() {
 	fmt.Fprintf(f.w, "packages: %d ok, %d failed, %d without tests (%s)\n",
 		f.ok, f.bad, f.noTests, f.now().Sub(f.begin).Round(time.Second))
 	if len(f.order) > 0 {
 		fmt.Fprintf(f.w, "no result from: %s\n", strings.Join(f.order, ", "))
 	}
-	if len(f.failed) > 0 {
-		fmt.Fprintf(f.w, "FAIL: %s\n", strings.Join(f.failed, " "))
+	for _, line := range f.failed {
+		fmt.Fprintf(f.w, "FAIL: %s\n", line)
 	}
 }
 

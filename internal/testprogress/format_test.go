@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,10 @@ func TestRecordedRun(t *testing.T) {
 		"h_test.go:11: waiting for a reply that never comes\n",
 		"panic: test timed out after 3s",
 		"packages: 1 ok, 3 failed, 1 without tests (",
-		"FAIL: example.com/fix/buildfail example.com/fix/fail example.com/fix/hang\n",
+		// the summary, last: a line per failed package naming what failed
+		"FAIL: example.com/fix/buildfail (build failed)\n" +
+			"FAIL: example.com/fix/fail TestBroken/bad\n" +
+			"FAIL: example.com/fix/hang TestHangs (did not finish)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
@@ -126,6 +130,51 @@ func TestRunningLine(t *testing.T) {
 		"ok   example.com/slow 61.2s\n", "no result from: example.com/slower\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// The summary names every failed test that has no failed subtest, in
+// the order they started, and a package that failed with every test
+// passed (TestMain's goleak check, say) as such.
+func TestSummaryNamesFailedTests(t *testing.T) {
+	t.Parallel()
+	var in strings.Builder
+	ev := func(action, pkg, test, output string) {
+		in.WriteString(`{"Action":"` + action + `","Package":"` + pkg + `"`)
+		if test != "" {
+			in.WriteString(`,"Test":"` + test + `"`)
+		}
+		if output != "" {
+			in.WriteString(`,"Output":` + strconv.Quote(output))
+		}
+		in.WriteString("}\n")
+	}
+	const e2e, leak = "example.com/e2e", "example.com/leak"
+	for _, name := range []string{"TestA", "TestA/Mem", "TestA/DB", "TestA/NATS", "TestB", "TestC"} {
+		ev("run", e2e, name, "")
+	}
+	ev("output", e2e, "TestA/DB", "    e2e_test.go:9: the app exited with exit status 1\n")
+	ev("fail", e2e, "TestA/DB", "")
+	ev("pass", e2e, "TestA/Mem", "")
+	ev("fail", e2e, "TestA/NATS", "")
+	ev("fail", e2e, "TestA", "")
+	ev("fail", e2e, "TestC", "")
+	ev("pass", e2e, "TestB", "")
+	ev("fail", e2e, "", "")
+	ev("run", leak, "TestOK", "")
+	ev("pass", leak, "TestOK", "")
+	ev("output", leak, "", "goleak: found unexpected goroutines\n")
+	ev("fail", leak, "", "")
+	out := format(t, []byte(in.String()))
+	want := "FAIL: example.com/e2e TestA/DB, TestA/NATS, TestC\n" +
+		"FAIL: example.com/leak (no test failed: its output above says why, from TestMain or the test binary's exit)\n"
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("the report does not end with\n%s\nit is:\n%s", want, out)
+	}
+	for _, want := range []string{"e2e_test.go:9: the app exited", "goleak: found unexpected goroutines"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
 	}
 }
