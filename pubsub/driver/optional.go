@@ -37,7 +37,7 @@ type TopicLister interface {
 // BatchPublisher is a Topic that publishes many messages all or none, in
 // order (pubsub.EnqueueBatch: without it, one Publish per item).
 type BatchPublisher interface {
-	PublishBatch(ctx context.Context, ms []Outgoing) error
+	PublishBatch(ctx context.Context, stop <-chan struct{}, ms []Outgoing) error
 }
 
 // DeadLetters is a Subscription whose dead messages can be listed,

@@ -75,8 +75,9 @@ type Topic interface {
 	// default subscription's copies when it has none), all or none. It
 	// reports whether m was added: false, with a nil error, only when
 	// m.Key is taken in every subscription. It may block for room until
-	// ctx ends or the store closes.
-	Publish(ctx context.Context, m Outgoing) (bool, error)
+	// ctx ends, stop is closed (the engine's handle closed: an error
+	// wrapping pubsub.ErrClosed) or the store closes.
+	Publish(ctx context.Context, stop <-chan struct{}, m Outgoing) (bool, error)
 	// Subscription returns the consumer side of subscription name of the
 	// topic (pubsub.DefaultSubscription for the default one), which need
 	// not exist yet. It does no I/O and cannot fail; its calls fail with
