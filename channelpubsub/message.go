@@ -1,15 +1,15 @@
 package channelpubsub
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 type state uint8
@@ -47,8 +47,6 @@ type entry struct {
 	// when it first does (see coldPart): an entry that is acked on its
 	// first delivery is smaller without it. Set under mu, never unset.
 	cold *entryCold
-
-	first message // the first delivery, allocated with the entry
 }
 
 // entryCold is the part of an entry that most messages never use.
@@ -76,19 +74,20 @@ func (e *entry) lastErr() string {
 	return e.cold.lastErr
 }
 
+// ID is the message's ID (driver.Ref).
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
 
-// AppendID appends m.ID() to b (backend.IDAppender).
-func (m *message) AppendID(b []byte) []byte { return strconv.AppendUint(b, m.e.id, 10) }
+// AppendID appends e.ID() to b (driver.IDAppender).
+func (e *entry) AppendID(b []byte) []byte { return strconv.AppendUint(b, e.id, 10) }
 
-// deliver leases e to a consumer and returns that delivery, or nil if e
-// was cancelled (Cancel) while in the channel.
-func (e *entry) deliver() *message {
+// deliver leases e to a consumer and fills d with that delivery; it
+// reports false if e was cancelled (Cancel) while in the channel.
+func (e *entry) deliver(d *driver.Delivery) bool {
 	e.mu.Lock()
 	e.q.ready.remove(e)
 	if e.state != stReady {
 		e.mu.Unlock()
-		return nil
+		return false
 	}
 	e.attempt++
 	e.token++
@@ -96,13 +95,9 @@ func (e *entry) deliver() *message {
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
 	e.q.addInflight(e)
-	m := &e.first
-	if e.token != 1 {
-		m = new(message)
-	}
-	*m = message{e: e, token: e.token, attempt: e.attempt}
+	*d = driver.Delivery{Msg: e, Token: e.token, Data: e.data, Header: e.header, Attempt: e.attempt}
 	e.mu.Unlock()
-	return m
+	return true
 }
 
 // fire runs when e's timer goes off: a scheduled message becomes ready.
@@ -136,8 +131,11 @@ func (e *entry) expire(token uint64, now int64) {
 	}
 	q.endLease(e, false)
 	if q.ps.opts.Retry.Exhausted(e.attempt) {
-		q.bury(e, backend.ReasonLeaseExpired, pubsub.LeaseExpired)
+		q.bury(e, driver.ReasonLeaseExpired)
+		f := pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: q.topic, Subscription: q.sub,
+			MessageID: e.ID(), Attempt: e.attempt, Err: errLeaseExpired, Time: e.cold.diedAt}
 		e.mu.Unlock()
+		q.ps.env.Report(f)
 		return
 	}
 	e.state = stReady
@@ -153,110 +151,40 @@ func (e *entry) stopTimer() {
 	e.mu.Unlock()
 }
 
-// message is one delivery of an entry.
-type message struct {
-	e       *entry
-	token   uint64
-	attempt int
-	settled bool // guarded by e.mu
-}
-
-var (
-	_ backend.Message    = (*message)(nil)
-	_ backend.IDAppender = (*message)(nil)
-	_ pubsub.Headerer    = (*message)(nil)
-)
-
-func (m *message) ID() string            { return m.e.ID() }
-func (m *message) Data() []byte          { return m.e.data }
-func (m *message) Header() pubsub.Header { return m.e.header }
-func (m *message) Attempt() int          { return m.attempt }
-
-// Ack settles the message for good.
-func (m *message) Ack(context.Context) error {
-	return m.settle("ack", true, func(e *entry) {
-		e.state = stDone
-		e.q.finishKey(e)
-	})
-}
-
-// Nack gives the message back for redelivery after the retry policy's
-// backoff, or makes it dead when its attempts are exhausted.
-func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
-
-// Fail is Nack keeping reason, shown if the message ends up dead.
-func (m *message) Fail(_ context.Context, reason error) error {
-	return m.settle("nack", false, func(e *entry) {
-		f := backend.Fail(e.q.ps.opts.Retry, e.attempt, reason)
-		if f.Reason != "" {
-			e.coldPart().lastErr = f.Reason
-		}
-		if f.Dead {
-			e.q.bury(e, e.lastErr(), pubsub.AttemptsExhausted)
-			return
-		}
-		e.q.schedule(e, f.Backoff)
-	})
-}
-
-// Reject makes the message dead at once, keeping reason.
-func (m *message) Reject(_ context.Context, reason error) error {
-	return m.settle("reject", false, func(e *entry) {
-		e.q.bury(e, backend.RejectReason(reason), pubsub.Rejected)
-	})
-}
-
-// ExtendLease moves the lease deadline to now+d.
-func (m *message) ExtendLease(_ context.Context, d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("channelpubsub: extend lease of message %s by %v: want a positive duration", m.ID(), d)
-	}
-	e := m.e
+// settle runs f on the entry of d if d still holds its lease; acked says
+// the settlement is an ack, counted for AckedSince.
+func settle(d *driver.Delivery, acked bool, f func(*entry)) error {
+	e := d.Msg.(*entry)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := m.check("extend lease"); err != nil {
-		return err
-	}
-	e.leaseUntil.Store(e.q.ps.leaseEnd(d))
-	return nil
-}
-
-// settle runs f on the entry if this delivery still holds its lease;
-// acked says the settlement is an ack, counted for AckedSince.
-func (m *message) settle(op string, acked bool, f func(*entry)) error {
-	e := m.e
-	e.mu.Lock()
-	if err := m.check(op); err != nil {
+	if err := e.check(d.Token); err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	m.settled = true
 	e.q.endLease(e, acked)
 	f(e)
 	e.mu.Unlock()
 	return nil
 }
 
-// check says why this delivery can no longer be settled. Called with e.mu held.
-func (m *message) check(op string) error {
-	var err error
-	e, q := m.e, m.e.q
+// check says why the delivery token can no longer settle or extend e.
+// Called with e.mu held.
+func (e *entry) check(token uint64) error {
+	q := e.q
 	switch {
-	case m.settled:
-		err = pubsub.ErrSettled
 	case q.ps.isClosed():
-		err = pubsub.ErrClosed
+		return pubsub.ErrClosed
 	case q.isGone.Load():
-		err = errDeleted
-	case e.token != m.token || e.state != stProcessing:
-		err = pubsub.ErrLeaseExpired
-	}
-	if err != nil {
-		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, q.topic, q.sub, err)
+		return errDeleted
+	case e.token != token || e.state != stProcessing:
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
 // errDeleted is why a delivery of a deleted subscription does not settle:
 // its message went with the subscription.
-var errDeleted = fmt.Errorf("the subscription was deleted: %w", pubsub.ErrLeaseExpired)
+var errDeleted = fmt.Errorf("the subscription was deleted: %w", driver.ErrLeaseLost)
+
+// errLeaseExpired is the reason of a message dead because the lease of its
+// last attempt ran out.
+var errLeaseExpired = errors.New(driver.ReasonLeaseExpired)

@@ -9,15 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // queue is one subscription of a topic (or the default subscription's
 // copies of a topic with none, see topicState), shared by all its handles:
 // its copies, their leases, retries, dead letters and stats, its inbox.
 type queue struct {
-	ps    *PubSub
+	ps    *store
 	topic string
 	sub   string
 	ch    chan *entry // ready messages, in order
@@ -61,7 +61,7 @@ type inflightShard struct {
 	acks  ackTally // the acks of the latest second, not yet in the queue's ring
 }
 
-func newQueue(ps *PubSub, topic, sub string) *queue {
+func newQueue(ps *store, topic, sub string) *queue {
 	q := &queue{
 		ps:        ps,
 		topic:     topic,
@@ -95,7 +95,7 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
-// owned by the PubSub waits for room (redeliveries must never block the
+// owned by the store waits for room (redeliveries must never block the
 // timer or the consumer that caused them).
 func (q *queue) push(e *entry) {
 	q.ready.add(e)
@@ -119,7 +119,7 @@ func (q *queue) push(e *entry) {
 }
 
 // pushAll makes es ready in order: what fits goes into the channel now, the
-// rest waits for room in one goroutine owned by the PubSub. It releases
+// rest waits for room in one goroutine owned by the store. It releases
 // the batch slot when every entry is in.
 func (q *queue) pushAll(es []*entry) {
 	for _, e := range es {
@@ -168,7 +168,7 @@ func (q *queue) schedule(e *entry, delay time.Duration) {
 	}
 }
 
-// stopTimers stops the timers of every scheduled message; the PubSub is
+// stopTimers stops the timers of every scheduled message; the store is
 // closed, so none is armed again.
 func (q *queue) stopTimers() {
 	q.mu.Lock()
@@ -185,7 +185,7 @@ func (q *queue) stopTimers() {
 // errDuplicate says a unique key is taken; EnqueueUnique turns it into false.
 var errDuplicate = errors.New("duplicate key")
 
-// errStopped says the handle or the PubSub closed while a call waited; the
+// errStopped says the handle or the store closed while a call waited; the
 // handle reports its own closed error.
 var errStopped = errors.New("stopped")
 
@@ -205,8 +205,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 		case q.batchSlot <- struct{}{}:
 			<-q.batchSlot
 		case <-ctx.Done():
-			return fmt.Errorf("channelpubsub: enqueue on %s: waiting behind a batch until ctx ended: %w",
-				backend.Label(q.topic, q.sub), ctx.Err())
+			return fmt.Errorf("waiting behind a batch until ctx ended: %w", ctx.Err())
 		case <-handleClosed:
 			return errStopped
 		case <-q.ps.closed:
@@ -250,8 +249,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 		return nil
 	case <-ctx.Done():
 		q.ready.remove(e) // never added
-		return fmt.Errorf("channelpubsub: enqueue on %s: full (Options.Capacity %d) until ctx ended: %w",
-			backend.Label(q.topic, q.sub), cap(q.ch), ctx.Err())
+		return fmt.Errorf("full (Options.Capacity %d) until ctx ended: %w", cap(q.ch), ctx.Err())
 	case <-handleClosed:
 		q.ready.remove(e)
 		return errStopped
@@ -329,11 +327,12 @@ func (q *queue) releaseKey(e *entry) {
 	q.mu.Unlock()
 }
 
-// dequeue delivers the next ready message. It returns errStopped when the
-// handle or the PubSub closes, errGone when the subscription is deleted.
-func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubsub.Message, error) {
+// dequeue delivers the next ready message into d. It returns errStopped
+// when the handle or the store closes, errGone when the subscription is
+// deleted.
+func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}, d *driver.Delivery) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err // an ended ctx gets no message, even a ready one
+		return err // an ended ctx gets no message, even a ready one
 	}
 	for {
 		paused := q.pause.on.Load()
@@ -361,13 +360,13 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 				case <-wake:
 					continue
 				case <-ctx.Done():
-					return nil, ctx.Err()
+					return ctx.Err()
 				case <-handleClosed:
-					return nil, errStopped
+					return errStopped
 				case <-q.ps.closed:
-					return nil, errStopped
+					return errStopped
 				case <-q.gone:
-					return nil, errGone
+					return errGone
 				}
 			}
 			if q.pause.on.Load() {
@@ -376,10 +375,10 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 			}
 		}
 		if q.isGone.Load() {
-			return nil, errGone // the copy went with its subscription
+			return errGone // the copy went with its subscription
 		}
-		if m := e.deliver(); m != nil {
-			return m, nil
+		if e.deliver(d) {
+			return nil
 		}
 		// e was cancelled: take the next.
 	}
@@ -452,9 +451,9 @@ func (q *queue) countInflight() int64 {
 	return n
 }
 
-// bury records e as dead, for cause, and reports it. Called with e.mu
-// held, e no longer in flight.
-func (q *queue) bury(e *entry, reason string, cause pubsub.DeadCause) {
+// bury records e as dead, keeping reason. Called with e.mu held, e no
+// longer in flight.
+func (q *queue) bury(e *entry, reason string) {
 	e.state = stDead
 	c := e.coldPart()
 	c.lastErr = reason
@@ -462,12 +461,6 @@ func (q *queue) bury(e *entry, reason string, cause pubsub.DeadCause) {
 	q.mu.Lock()
 	q.dead = append(q.dead, e)
 	q.mu.Unlock()
-	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: q.topic, Subscription: q.sub,
-		MessageID: e.ID(), Attempt: e.attempt, Time: c.diedAt}
-	if reason != "" {
-		f.Err = errors.New(reason)
-	}
-	q.ps.fails.Report(f, nil)
 }
 
 // pruneDead forgets the dead messages that died before cutoff, and frees
