@@ -47,6 +47,8 @@ type entry struct {
 	// when it first does (see coldPart): an entry that is acked on its
 	// first delivery is smaller without it. Set under mu, never unset.
 	cold *entryCold
+
+	first driver.Slot // the first delivery, allocated with the entry
 }
 
 // entryCold is the part of an entry that most messages never use.
@@ -80,14 +82,14 @@ func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
 // AppendID appends e.ID() to b (driver.IDAppender).
 func (e *entry) AppendID(b []byte) []byte { return strconv.AppendUint(b, e.id, 10) }
 
-// deliver leases e to a consumer and fills d with that delivery; it
-// reports false if e was cancelled (Cancel) while in the channel.
-func (e *entry) deliver(d *driver.Delivery) bool {
+// deliver leases e to a consumer and returns that delivery, or nil if e
+// was cancelled (Cancel) while in the channel.
+func (e *entry) deliver() *driver.Slot {
 	e.mu.Lock()
 	e.q.ready.remove(e)
 	if e.state != stReady {
 		e.mu.Unlock()
-		return false
+		return nil
 	}
 	e.attempt++
 	e.token++
@@ -95,9 +97,13 @@ func (e *entry) deliver(d *driver.Delivery) bool {
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
 	e.q.addInflight(e)
-	*d = driver.Delivery{Msg: e, Token: e.token, Data: e.data, Header: e.header, Attempt: e.attempt}
+	s := &e.first
+	if e.token != 1 {
+		s = new(driver.Slot)
+	}
+	s.Delivery = driver.Delivery{Msg: e, Token: e.token, Data: e.data, Header: e.header, Attempt: e.attempt}
 	e.mu.Unlock()
-	return true
+	return s
 }
 
 // fire runs when e's timer goes off: a scheduled message becomes ready.

@@ -327,12 +327,11 @@ func (q *queue) releaseKey(e *entry) {
 	q.mu.Unlock()
 }
 
-// dequeue delivers the next ready message into d. It returns errStopped
-// when the handle or the store closes, errGone when the subscription is
-// deleted.
-func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}, d *driver.Delivery) error {
+// dequeue delivers the next ready message. It returns errStopped when the
+// handle or the store closes, errGone when the subscription is deleted.
+func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (*driver.Slot, error) {
 	if err := ctx.Err(); err != nil {
-		return err // an ended ctx gets no message, even a ready one
+		return nil, err // an ended ctx gets no message, even a ready one
 	}
 	for {
 		paused := q.pause.on.Load()
@@ -360,13 +359,13 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}, d *dr
 				case <-wake:
 					continue
 				case <-ctx.Done():
-					return ctx.Err()
+					return nil, ctx.Err()
 				case <-handleClosed:
-					return errStopped
+					return nil, errStopped
 				case <-q.ps.closed:
-					return errStopped
+					return nil, errStopped
 				case <-q.gone:
-					return errGone
+					return nil, errGone
 				}
 			}
 			if q.pause.on.Load() {
@@ -375,10 +374,10 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}, d *dr
 			}
 		}
 		if q.isGone.Load() {
-			return errGone // the copy went with its subscription
+			return nil, errGone // the copy went with its subscription
 		}
-		if e.deliver(d) {
-			return nil
+		if s := e.deliver(); s != nil {
+			return s, nil
 		}
 		// e was cancelled: take the next.
 	}

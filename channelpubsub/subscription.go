@@ -23,6 +23,7 @@ type subscription struct {
 
 var (
 	_ driver.Subscription = (*subscription)(nil)
+	_ driver.SlotReceiver = (*subscription)(nil)
 	_ driver.DeadLetters  = (*subscription)(nil)
 	_ driver.Stater       = (*subscription)(nil)
 )
@@ -49,24 +50,35 @@ func (s *subscription) open(consume bool) (*queue, error) {
 	return q, nil
 }
 
-// Receive blocks until a message of the subscription is ready, ctx ends,
-// or stop or the store closes. On the default subscription it makes the
-// default one of the topic's subscriptions.
-func (s *subscription) Receive(ctx context.Context, stop <-chan struct{}, d *driver.Delivery) error {
+// ReceiveSlot blocks until a message of the subscription is ready, ctx
+// ends, or stop or the store closes. On the default subscription it makes
+// the default one of the topic's subscriptions. The first delivery of a
+// message is in its entry (driver.SlotReceiver).
+func (s *subscription) ReceiveSlot(ctx context.Context, stop <-chan struct{}) (*driver.Slot, error) {
 	for {
 		q, err := s.open(true)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		err = q.dequeue(ctx, stop, d)
+		slot, err := q.dequeue(ctx, stop)
 		switch {
 		case errors.Is(err, errGone):
 			continue // the subscription was deleted: look it up again
 		case errors.Is(err, errStopped):
-			return pubsub.ErrClosed
+			return nil, pubsub.ErrClosed
 		}
+		return slot, err
+	}
+}
+
+// Receive is ReceiveSlot into d.
+func (s *subscription) Receive(ctx context.Context, stop <-chan struct{}, d *driver.Delivery) error {
+	slot, err := s.ReceiveSlot(ctx, stop)
+	if err != nil {
 		return err
 	}
+	*d = slot.Delivery
+	return nil
 }
 
 // Ack settles d's message for good.

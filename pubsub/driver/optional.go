@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -93,4 +94,22 @@ type AckCounter interface {
 // (pubsub.Claim); the engine checks the key.
 type Inbox interface {
 	Claim(ctx context.Context, key string) (first bool, release func(context.Context) error, err error)
+}
+
+// SlotReceiver is a Subscription that hands out each delivery in a Slot it
+// keeps itself (an in-memory store: inside its message's entry), so that a
+// delivery costs the engine no allocation. The engine calls ReceiveSlot
+// instead of Receive; the Slot must stay the delivery's own (a store
+// makes a new one for a redelivery, never reusing one handed out).
+type SlotReceiver interface {
+	// ReceiveSlot is Receive, the delivery in the returned Slot.
+	ReceiveSlot(ctx context.Context, stop <-chan struct{}) (*Slot, error)
+}
+
+// Slot is a Delivery with room for the engine's state of it.
+type Slot struct {
+	Delivery Delivery
+	// Owner and State are the engine's; a store leaves them zero.
+	Owner any
+	State atomic.Uint32
 }

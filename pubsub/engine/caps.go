@@ -18,6 +18,7 @@ type caps struct {
 	pause    driver.Pauser
 	acks     driver.AckCounter
 	inbox    driver.Inbox
+	slots    driver.SlotReceiver
 }
 
 func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
@@ -31,6 +32,7 @@ func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
 	c.pause, _ = ds.(driver.Pauser)
 	c.acks, _ = ds.(driver.AckCounter)
 	c.inbox, _ = ds.(driver.Inbox)
+	c.slots, _ = ds.(driver.SlotReceiver)
 	return c
 }
 

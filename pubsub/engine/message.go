@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
@@ -13,12 +12,13 @@ import (
 )
 
 // message is one delivery, as the engine hands it out: the store's
-// delivery, by value, and the state that makes it settle once.
-type message struct {
-	t     *topic
-	d     driver.Delivery
-	state atomic.Uint32 // a msgState
-}
+// delivery, by value, its handle (Owner, a *topic) and the state that
+// makes it settle once (State, a msgState). It is a driver.Slot, so that a
+// store may keep it (driver.SlotReceiver).
+type message driver.Slot
+
+// handle returns the handle that made the delivery.
+func (m *message) handle() *topic { return m.Owner.(*topic) }
 
 // msgState is where a delivery is in its life, as the engine sees it.
 type msgState = uint32
@@ -36,17 +36,17 @@ var (
 	_ pubsub.Headerer    = (*message)(nil)
 )
 
-func (m *message) ID() string            { return m.d.Msg.ID() }
-func (m *message) Data() []byte          { return m.d.Data }
-func (m *message) Header() pubsub.Header { return m.d.Header }
-func (m *message) Attempt() int          { return m.d.Attempt }
+func (m *message) ID() string            { return m.Delivery.Msg.ID() }
+func (m *message) Data() []byte          { return m.Delivery.Data }
+func (m *message) Header() pubsub.Header { return m.Delivery.Header }
+func (m *message) Attempt() int          { return m.Delivery.Attempt }
 
 // AppendID appends m.ID() to b (backend.IDAppender).
 func (m *message) AppendID(b []byte) []byte {
-	if a, ok := m.d.Msg.(driver.IDAppender); ok {
+	if a, ok := m.Delivery.Msg.(driver.IDAppender); ok {
 		return a.AppendID(b)
 	}
-	return append(b, m.d.Msg.ID()...)
+	return append(b, m.Delivery.Msg.ID()...)
 }
 
 // Ack settles the message for good.
@@ -54,7 +54,7 @@ func (m *message) Ack(ctx context.Context) error {
 	if err := m.begin("ack"); err != nil {
 		return err
 	}
-	return m.end(ctx, "ack", m.t.ds.Ack(ctx, &m.d), true)
+	return m.end(ctx, "ack", m.handle().ds.Ack(ctx, &m.Delivery), true)
 }
 
 // Nack gives the message back for redelivery after the retry policy's
@@ -66,15 +66,15 @@ func (m *message) Fail(ctx context.Context, reason error) error {
 	if err := m.begin("nack"); err != nil {
 		return err
 	}
-	f := backend.Fail(m.t.ps.defaults.Retry, m.d.Attempt, reason)
+	f := backend.Fail(m.handle().ps.defaults.Retry, m.Delivery.Attempt, reason)
 	if f.Dead {
-		err := m.t.ds.Dead(ctx, &m.d, f.Reason)
+		err := m.handle().ds.Dead(ctx, &m.Delivery, f.Reason)
 		if err == nil {
 			m.reportDead(pubsub.AttemptsExhausted, f.Reason)
 		}
 		return m.end(ctx, "nack", err, true)
 	}
-	return m.end(ctx, "nack", m.t.ds.Retry(ctx, &m.d, f.Backoff, f.Reason), true)
+	return m.end(ctx, "nack", m.handle().ds.Retry(ctx, &m.Delivery, f.Backoff, f.Reason), true)
 }
 
 // Reject makes the message dead at once, keeping reason.
@@ -83,7 +83,7 @@ func (m *message) Reject(ctx context.Context, reason error) error {
 		return err
 	}
 	r := backend.RejectReason(reason)
-	err := m.t.ds.Dead(ctx, &m.d, r)
+	err := m.handle().ds.Dead(ctx, &m.Delivery, r)
 	if err == nil {
 		m.reportDead(pubsub.Rejected, r)
 	}
@@ -93,12 +93,12 @@ func (m *message) Reject(ctx context.Context, reason error) error {
 // ExtendLease moves the lease deadline to now+d.
 func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("%s: extend lease of message %s by %v: want a positive duration", m.t.ps.name, m.ID(), d)
+		return fmt.Errorf("%s: extend lease of message %s by %v: want a positive duration", m.handle().ps.name, m.ID(), d)
 	}
 	if err := m.begin("extend lease"); err != nil {
 		return err
 	}
-	return m.end(ctx, "extend lease", m.t.ds.Extend(ctx, &m.d, d), false)
+	return m.end(ctx, "extend lease", m.handle().ds.Extend(ctx, &m.Delivery, d), false)
 }
 
 // begin marks a settle or an extension op in flight, or says why none can
@@ -106,16 +106,16 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 // or the PubSub is closed.
 func (m *message) begin(op string) error {
 	for {
-		switch s := m.state.Load(); s {
+		switch s := m.State.Load(); s {
 		case msgSettled, msgBusy:
 			return m.errorf(op, pubsub.ErrSettled)
 		case msgLost:
 			return m.errorf(op, pubsub.ErrLeaseExpired)
 		}
-		if m.t.ps.closed.Load() {
+		if m.handle().ps.closed.Load() {
 			return m.errorf(op, pubsub.ErrClosed)
 		}
-		if m.state.CompareAndSwap(msgOpen, msgBusy) {
+		if m.State.CompareAndSwap(msgOpen, msgBusy) {
 			return nil
 		}
 	}
@@ -128,16 +128,16 @@ func (m *message) begin(op string) error {
 func (m *message) end(ctx context.Context, op string, err error, settles bool) error {
 	switch {
 	case err == nil && settles:
-		m.state.Store(msgSettled)
+		m.State.Store(msgSettled)
 	case err == nil:
-		m.state.Store(msgOpen)
+		m.State.Store(msgOpen)
 	case errors.Is(err, driver.ErrLeaseLost):
-		m.state.Store(msgLost)
+		m.State.Store(msgLost)
 	default:
-		m.state.Store(msgOpen)
+		m.State.Store(msgOpen)
 	}
-	if obs := m.t.ps.obs.Settled; obs != nil {
-		obs(m.t.name, m.t.sub, op, m.d.Attempt, err)
+	if obs := m.handle().ps.obs.Settled; obs != nil {
+		obs(m.handle().name, m.handle().sub, op, m.Delivery.Attempt, err)
 	}
 	if err == nil || isCtxErr(ctx, err) {
 		return err
@@ -149,15 +149,15 @@ func (m *message) end(ctx context.Context, op string, err error, settles bool) e
 }
 
 func (m *message) errorf(op string, err error) error {
-	return backend.MessageError(m.t.ps.name, op, m.ID(), m.d.Attempt, m.t.name, m.t.sub, err)
+	return backend.MessageError(m.handle().ps.name, op, m.ID(), m.Delivery.Attempt, m.handle().name, m.handle().sub, err)
 }
 
 // reportDead raises the message's death on the failure hook.
 func (m *message) reportDead(cause pubsub.DeadCause, reason string) {
-	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: m.t.name, Subscription: m.t.sub,
-		MessageID: m.ID(), Attempt: m.d.Attempt, Time: time.Now()}
+	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: m.handle().name, Subscription: m.handle().sub,
+		MessageID: m.ID(), Attempt: m.Delivery.Attempt, Time: time.Now()}
 	if reason != "" {
 		f.Err = errors.New(reason)
 	}
-	m.t.ps.report(f)
+	m.handle().ps.report(f)
 }

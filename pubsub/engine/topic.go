@@ -169,12 +169,22 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	m := &message{t: t}
-	if err := t.ds.Receive(ctx, t.h.Closed(), &m.d); err != nil {
-		return nil, t.wrap(ctx, "dequeue", err)
+	var m *message
+	if t.caps.slots != nil {
+		s, err := t.caps.slots.ReceiveSlot(ctx, t.h.Closed())
+		if err != nil {
+			return nil, t.wrap(ctx, "dequeue", err)
+		}
+		m = (*message)(s)
+	} else {
+		m = new(message)
+		if err := t.ds.Receive(ctx, t.h.Closed(), &m.Delivery); err != nil {
+			return nil, t.wrap(ctx, "dequeue", err)
+		}
 	}
+	m.Owner = t
 	if t.ps.obs.Delivered != nil {
-		t.ps.obs.Delivered(t.name, t.sub, m.d.Attempt)
+		t.ps.obs.Delivered(t.name, t.sub, m.Delivery.Attempt)
 	}
 	return m, nil
 }
