@@ -154,8 +154,8 @@ func (e *entry) info() (pubsub.MessageInfo, bool) {
 		return pubsub.MessageInfo{}, false
 	}
 	info := pubsub.MessageInfo{
-		ID: e.ID(), State: st, Attempts: e.attempt, CreatedAt: time.Unix(0, e.created),
-		LastError: e.lastErr(), Size: len(e.data), Preview: pubsub.PreviewOf(e.data), Header: e.header,
+		ID: e.ID(), State: st, Attempts: int(e.attempt), CreatedAt: time.Unix(0, e.created),
+		LastError: e.lastErr(), Size: len(e.data()), Preview: pubsub.PreviewOf(e.data()), Header: e.header(),
 	}
 	switch e.state {
 	case stReady:
@@ -245,7 +245,7 @@ func (s *subscription) Message(_ context.Context, id string) (pubsub.MessageInfo
 	if !ok {
 		return pubsub.MessageInfo{}, nil, pubsub.ErrNotFound
 	}
-	return info, append([]byte{}, e.data...), nil
+	return info, append([]byte{}, e.data()...), nil
 }
 
 // Cancel deletes the ready or scheduled message id of the subscription. A

@@ -25,11 +25,8 @@ const (
 
 // entry is a message as the queue keeps it, across all its deliveries.
 type entry struct {
-	q      *queue
-	id     uint64
-	data   []byte
-	header pubsub.Header // nil if enqueued without one; never written
-	key    string        // unique key, if enqueued with one
+	q  *queue
+	id uint64
 
 	created    int64         // when it was enqueued, by the PubSub's coarse clock
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
@@ -41,18 +38,30 @@ type entry struct {
 
 	mu      sync.Mutex
 	state   state
-	attempt int
+	attempt int32
 	token   uint64 // which delivery holds the lease
 	// cold holds what only a delayed, failed or dead message needs, made
 	// when it first does (see coldPart): an entry that is acked on its
 	// first delivery is smaller without it. Set under mu, never unset.
 	cold *entryCold
 
-	first driver.Slot // the first delivery, allocated with the entry
+	// first is the first delivery, allocated with the entry. Its
+	// Delivery.Data and Delivery.Header, set when the entry is made and
+	// never written again, are the message's (see data and header).
+	first driver.Slot
 }
+
+// data is the message's payload.
+func (e *entry) data() []byte { return e.first.Delivery.Data }
+
+// header is the message's header, nil if it has none; never written.
+func (e *entry) header() pubsub.Header { return e.first.Delivery.Header }
 
 // entryCold is the part of an entry that most messages never use.
 type entryCold struct {
+	// key is the unique key, if enqueued with one: set before the entry
+	// is shared (claimKey), never written again.
+	key     string
 	timer   *time.Timer // the wait while scheduled
 	due     time.Time   // when it is due, while scheduled
 	lastErr string
@@ -65,6 +74,15 @@ func (e *entry) coldPart() *entryCold {
 		e.cold = new(entryCold)
 	}
 	return e.cold
+}
+
+// key is e's unique key, "" if it has none. Called with e.mu or q.mu held
+// (an entry that has a key has its cold part from before it was shared).
+func (e *entry) key() string {
+	if e.cold == nil {
+		return ""
+	}
+	return e.cold.key
 }
 
 // lastErr is the reason of e's last failure, if any. Called with e.mu held,
@@ -100,8 +118,9 @@ func (e *entry) deliver() *driver.Slot {
 	s := &e.first
 	if e.token != 1 {
 		s = new(driver.Slot)
+		s.Delivery.Data, s.Delivery.Header = e.data(), e.header()
 	}
-	s.Delivery = driver.Delivery{Msg: e, Token: e.token, Data: e.data, Header: e.header, Attempt: e.attempt}
+	s.Delivery.Msg, s.Delivery.Token, s.Delivery.Attempt = e, e.token, int(e.attempt)
 	e.mu.Unlock()
 	return s
 }
@@ -136,10 +155,10 @@ func (e *entry) expire(token uint64, now int64) {
 		return
 	}
 	q.endLease(e, false)
-	if q.ps.opts.Retry.Exhausted(e.attempt) {
+	if q.ps.opts.Retry.Exhausted(int(e.attempt)) {
 		q.bury(e, driver.ReasonLeaseExpired)
 		f := pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: q.topic, Subscription: q.sub,
-			MessageID: e.ID(), Attempt: e.attempt, Err: errLeaseExpired, Time: e.cold.diedAt}
+			MessageID: e.ID(), Attempt: int(e.attempt), Err: errLeaseExpired, Time: e.cold.diedAt}
 		e.mu.Unlock()
 		q.ps.env.Report(f)
 		return

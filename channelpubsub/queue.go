@@ -91,7 +91,9 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 	if data == nil {
 		data = []byte{} // as a copy of nil is
 	}
-	return &entry{q: q, id: q.ps.nextID.Add(1), data: data, header: h, created: q.ps.clock.Load()}
+	e := &entry{q: q, id: q.ps.nextID.Add(1), created: q.ps.clock.Load()}
+	e.first.Delivery.Data, e.first.Delivery.Header = data, h
+	return e
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
@@ -279,20 +281,20 @@ func (q *queue) claimKey(key string, e *entry) bool {
 		q.keys = make(map[string]*entry)
 	}
 	q.keys[key] = e
-	e.key = key
+	e.coldPart().key = key // e is not shared yet
 	return true
 }
 
 // finishKey keeps e's unique key, if it has one, for Options.Retention
 // after its ack, as a finished row keeps it on dbpubsub.
 func (q *queue) finishKey(e *entry) {
-	if e.key == "" {
+	if e.key() == "" {
 		return
 	}
 	now := time.Now()
 	q.mu.Lock()
 	q.pruneKeys(now)
-	if q.keys[e.key] == e {
+	if q.keys[e.key()] == e {
 		q.finished = append(q.finished, finishedKey{e: e, until: now.Add(q.ps.opts.Retention)})
 	}
 	q.mu.Unlock()
@@ -303,8 +305,8 @@ func (q *queue) finishKey(e *entry) {
 func (q *queue) pruneKeys(now time.Time) {
 	n := 0
 	for n < len(q.finished) && !now.Before(q.finished[n].until) {
-		if f := q.finished[n]; q.keys[f.e.key] == f.e {
-			delete(q.keys, f.e.key)
+		if f := q.finished[n]; q.keys[f.e.key()] == f.e {
+			delete(q.keys, f.e.key())
 		}
 		n++
 	}
@@ -317,12 +319,13 @@ func (q *queue) pruneKeys(now time.Time) {
 // releaseKey frees e's unique key, if it has one: e is purged or was never
 // added.
 func (q *queue) releaseKey(e *entry) {
-	if e.key == "" {
+	key := e.key()
+	if key == "" {
 		return
 	}
 	q.mu.Lock()
-	if q.keys[e.key] == e {
-		delete(q.keys, e.key)
+	if q.keys[key] == e {
+		delete(q.keys, key)
 	}
 	q.mu.Unlock()
 }
@@ -469,8 +472,8 @@ func (q *queue) pruneDead(cutoff time.Time) {
 	defer q.mu.Unlock()
 	n := 0
 	for n < len(q.dead) && q.dead[n].cold.diedAt.Before(cutoff) {
-		if e := q.dead[n]; e.key != "" && q.keys[e.key] == e {
-			delete(q.keys, e.key)
+		if e := q.dead[n]; e.key() != "" && q.keys[e.key()] == e {
+			delete(q.keys, e.key())
 		}
 		n++
 	}
@@ -491,11 +494,11 @@ func (q *queue) listDead(limit int) []pubsub.DeadMessage {
 	for _, e := range q.dead[:n] {
 		out = append(out, pubsub.DeadMessage{
 			ID:        e.ID(),
-			Data:      append([]byte{}, e.data...),
-			Attempts:  e.attempt,
+			Data:      append([]byte{}, e.data()...),
+			Attempts:  int(e.attempt),
 			LastError: e.cold.lastErr,
 			DiedAt:    e.cold.diedAt,
-			Header:    maps.Clone(e.header),
+			Header:    maps.Clone(e.header()),
 		})
 	}
 	return out

@@ -105,13 +105,13 @@ func (ts *topicState) Publish(ctx context.Context, stop <-chan struct{}, m drive
 // a subscription's channel wait for room in a goroutine the store owns,
 // in order; one such batch at a time per subscription, so a producer
 // still feels backpressure.
-func (ts *topicState) PublishBatch(ctx context.Context, stop <-chan struct{}, ms []driver.Outgoing) error {
+func (ts *topicState) PublishBatch(ctx context.Context, stop <-chan struct{}, b driver.Batch) error {
 	qs := *ts.targets.Load()
 	es := make([][]*entry, len(qs))
 	for i, q := range qs {
-		es[i] = make([]*entry, len(ms))
-		for j, m := range ms {
-			es[i][j] = q.newEntry(m.Data, m.Header)
+		es[i] = make([]*entry, len(b.Data))
+		for j, d := range b.Data {
+			es[i][j] = q.newEntry(d, b.Header)
 		}
 	}
 	return ts.pushEach(ctx, stop, qs, es)

@@ -38,7 +38,18 @@ type TopicLister interface {
 // BatchPublisher is a Topic that publishes many messages all or none, in
 // order (pubsub.EnqueueBatch: without it, one Publish per item).
 type BatchPublisher interface {
-	PublishBatch(ctx context.Context, stop <-chan struct{}, ms []Outgoing) error
+	PublishBatch(ctx context.Context, stop <-chan struct{}, b Batch) error
+}
+
+// Batch is the messages of one EnqueueBatch, as the engine checked them:
+// one Outgoing per item of Data, with the same Header and Tx.
+type Batch struct {
+	// Data are the payloads, in order; the store keeps copies.
+	Data [][]byte
+	// Header is every message's header, nil if none.
+	Header pubsub.Header
+	// Tx is the caller's transaction, as in Outgoing.
+	Tx any
 }
 
 // DeadLetters is a Subscription whose dead messages can be listed,

@@ -118,11 +118,7 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	if err != nil {
 		return err
 	}
-	ms := make([]driver.Outgoing, len(data))
-	for i, d := range data {
-		ms[i] = driver.Outgoing{Data: d, Header: h, Tx: tx}
-	}
-	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), ms)
+	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
 	switch {
 	case err == nil:
 	case errors.Is(err, pubsub.ErrClosed):
