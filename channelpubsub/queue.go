@@ -92,7 +92,7 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 		data = []byte{} // as a copy of nil is
 	}
 	e := &entry{q: q, id: q.ps.nextID.Add(1), created: q.ps.clock.Load()}
-	e.first.Delivery.Data, e.first.Delivery.Header = data, h
+	e.first.Delivery = driver.Delivery{Msg: e, Data: data, Header: h}
 	return e
 }
 

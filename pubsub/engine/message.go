@@ -51,10 +51,18 @@ func (m *message) AppendID(b []byte) []byte {
 
 // Ack settles the message for good.
 func (m *message) Ack(ctx context.Context) error {
-	if err := m.begin("ack"); err != nil {
-		return err
+	t := m.handle()
+	if t.ps.closed.Load() || !m.State.CompareAndSwap(msgOpen, msgBusy) {
+		if err := m.begin("ack"); err != nil {
+			return err
+		}
 	}
-	return m.end(ctx, "ack", m.handle().ds.Ack(ctx, &m.Delivery), true)
+	err := t.ds.Ack(ctx, &m.Delivery)
+	if err == nil && t.ps.obs.Settled == nil {
+		m.State.Store(msgSettled)
+		return nil
+	}
+	return m.end(ctx, "ack", err, true)
 }
 
 // Nack gives the message back for redelivery after the retry policy's
