@@ -70,9 +70,6 @@ func New(store driver.Store, opts Options) (*PubSub, error) {
 // report raises f on the failure hook.
 func (ps *PubSub) report(f pubsub.Failure) { ps.fails.Report(f, nil) }
 
-// RetryPolicy returns the PubSub's retry policy, its defaults applied.
-func (ps *PubSub) RetryPolicy() pubsub.RetryPolicy { return ps.defaults.Retry }
-
 // Topic returns a handle on the topic name: its enqueues publish to the
 // topic, its Dequeue reads the default subscription. A name that
 // pubsub.ValidateTopicName rejects gives a handle whose methods all
