@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-var _ pubsub.AckCounter = (*topic)(nil)
+var _ driver.AckCounter = (*subscription)(nil)
 
 // AckedSince counts the acks of the handle's subscription at or after
 // since (see pubsub.AckCounter). Acks are counted by the second of the
@@ -18,8 +18,8 @@ var _ pubsub.AckCounter = (*topic)(nil)
 // its last 1024 seconds (about 17 minutes); a since older than that counts
 // those only. A named subscription that does not exist wraps
 // pubsub.ErrNoSubscription.
-func (t *topic) AckedSince(_ context.Context, since time.Time) (int64, error) {
-	q, err := t.open(false)
+func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, error) {
+	q, err := s.open(false)
 	if err != nil {
 		return 0, err
 	}

@@ -41,6 +41,10 @@
 // Close stops the PubSub: its timers are stopped and its goroutines have
 // ended when Close returns.
 //
+// channelpubsub is a driver of conveyor's engine (package pubsub/engine):
+// the engine implements the contract, this package only the in-memory
+// store (docs/writing-a-backend.md walks through it).
+//
 // # Failures
 //
 // Options.OnFailure hears of each message that goes dead (pubsub.Failure,

@@ -2,13 +2,12 @@ package channelpubsub
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-var _ pubsub.Inbox = (*topic)(nil)
+var _ driver.Inbox = (*subscription)(nil)
 
 // Claim records key in the inbox of the handle's subscription and reports
 // whether it is the first claim of key there (see pubsub.Inbox). Memory
@@ -17,15 +16,9 @@ var _ pubsub.Inbox = (*topic)(nil)
 // redelivery claims anew; the release of a claim that was not the first
 // does nothing. Claims are kept until released or until their
 // subscription is deleted.
-func (t *topic) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
-	q, err := t.open(false)
+func (s *subscription) Claim(_ context.Context, key string) (bool, func(context.Context) error, error) {
+	q, err := s.open(false)
 	if err != nil {
-		return false, nil, err
-	}
-	if err := pubsub.ValidateKey(key); err != nil {
-		return false, nil, fmt.Errorf("channelpubsub: claim on %s: %w", t.label, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return false, nil, err
 	}
 	first, release := q.inbox.claim(key)

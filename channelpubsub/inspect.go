@@ -11,19 +11,19 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Inspection and repair (pubsub.TopicLister, Peeker, Canceler,
-// DeadDeleter). Peek lists each state by ID (the order of enqueue), its
+// Inspection and repair (driver.Peeker, Canceler, DeadDeleter; the
+// store's Topics is in store.go). Peek lists each state by ID (the order of enqueue), its
 // cursor the last ID listed; it copies and sorts the state's entries, so a
 // page costs time in proportion to the messages in that state. Message and
 // Cancel look an ID up in each state in turn.
 
 var (
-	_ pubsub.TopicLister = (*PubSub)(nil)
-	_ pubsub.Peeker      = (*topic)(nil)
-	_ pubsub.Canceler    = (*topic)(nil)
-	_ pubsub.DeadDeleter = (*topic)(nil)
+	_ driver.Peeker      = (*subscription)(nil)
+	_ driver.Canceler    = (*subscription)(nil)
+	_ driver.DeadDeleter = (*subscription)(nil)
 )
 
 // readySet is the set of a queue's ready entries, sharded by ID as the
@@ -154,8 +154,8 @@ func (e *entry) info() (pubsub.MessageInfo, bool) {
 		return pubsub.MessageInfo{}, false
 	}
 	info := pubsub.MessageInfo{
-		ID: e.ID(), State: st, Attempts: e.attempt, CreatedAt: time.Unix(0, e.created),
-		LastError: e.lastErr(), Size: len(e.data), Preview: pubsub.PreviewOf(e.data), Header: e.header,
+		ID: e.ID(), State: st, Attempts: int(e.attempt), CreatedAt: time.Unix(0, e.created),
+		LastError: e.lastErr(), Size: len(e.data()), Preview: pubsub.PreviewOf(e.data()), Header: e.header(),
 	}
 	switch e.state {
 	case stReady:
@@ -170,41 +170,16 @@ func (e *entry) info() (pubsub.MessageInfo, bool) {
 	return info, true
 }
 
-// Topics returns every topic used on the PubSub, with its subscriptions.
-func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
-	if err := ps.usable(ctx, "topics"); err != nil {
-		return nil, err
-	}
-	ps.mu.Lock()
-	tss := make([]*topicState, 0, len(ps.topics))
-	for _, ts := range ps.topics {
-		tss = append(tss, ts)
-	}
-	ps.mu.Unlock()
-	out := make([]pubsub.TopicInfo, len(tss))
-	for i, ts := range tss {
-		ts.mu.Lock()
-		out[i] = pubsub.TopicInfo{Name: ts.name, Subscriptions: ts.names()}
-		ts.mu.Unlock()
-	}
-	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
 // Peek returns a page of the subscription's messages in opts.State, by ID.
-func (t *topic) Peek(_ context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
-	q, err := t.open(false)
-	if err != nil {
-		return pubsub.PeekPage{}, err
-	}
-	opts, err = opts.Normalized()
+func (s *subscription) Peek(_ context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
+	q, err := s.open(false)
 	if err != nil {
 		return pubsub.PeekPage{}, err
 	}
 	var after uint64
 	if opts.After != "" {
 		if after, err = strconv.ParseUint(opts.After, 10, 64); err != nil {
-			return pubsub.PeekPage{}, fmt.Errorf("channelpubsub: peek %s messages of %s: %w %q", opts.State, t.label, pubsub.ErrInvalidCursor, opts.After)
+			return pubsub.PeekPage{}, fmt.Errorf("%w %q", pubsub.ErrInvalidCursor, opts.After)
 		}
 	}
 	es := slices.DeleteFunc(q.inState(opts.State, 0), func(e *entry) bool { return e.id <= after })
@@ -242,29 +217,25 @@ func (q *queue) find(id uint64) *entry {
 }
 
 // lookupID parses id and finds its entry, or says why it cannot.
-func (t *topic) lookupID(op, id string) (*queue, *entry, error) {
-	q, err := t.open(false)
+func (s *subscription) lookupID(id string) (*queue, *entry, error) {
+	q, err := s.open(false)
 	if err != nil {
 		return nil, nil, err
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || n == 0 {
-		return nil, nil, fmt.Errorf("channelpubsub: %s %q on %s: %w", op, id, t.label, pubsub.ErrInvalidID)
+		return nil, nil, pubsub.ErrInvalidID
 	}
 	e := q.find(n)
 	if e == nil {
-		return nil, nil, notFound(op, id, t.label)
+		return nil, nil, pubsub.ErrNotFound
 	}
 	return q, e, nil
 }
 
-func notFound(op, id, label string) error {
-	return fmt.Errorf("channelpubsub: %s %q on %s: %w", op, id, label, pubsub.ErrNotFound)
-}
-
 // Message returns the message id of the subscription and its data.
-func (t *topic) Message(_ context.Context, id string) (pubsub.MessageInfo, []byte, error) {
-	_, e, err := t.lookupID("message", id)
+func (s *subscription) Message(_ context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+	_, e, err := s.lookupID(id)
 	if err != nil {
 		return pubsub.MessageInfo{}, nil, err
 	}
@@ -272,15 +243,15 @@ func (t *topic) Message(_ context.Context, id string) (pubsub.MessageInfo, []byt
 	info, ok := e.info()
 	e.mu.Unlock()
 	if !ok {
-		return pubsub.MessageInfo{}, nil, notFound("message", id, t.label)
+		return pubsub.MessageInfo{}, nil, pubsub.ErrNotFound
 	}
-	return info, append([]byte{}, e.data...), nil
+	return info, append([]byte{}, e.data()...), nil
 }
 
 // Cancel deletes the ready or scheduled message id of the subscription. A
 // ready one stays in the channel, taking room, until a Dequeue skips it.
-func (t *topic) Cancel(_ context.Context, id string) error {
-	q, e, err := t.lookupID("cancel", id)
+func (s *subscription) Cancel(_ context.Context, id string) error {
+	q, e, err := s.lookupID(id)
 	if err != nil {
 		return err
 	}
@@ -297,9 +268,9 @@ func (t *topic) Cancel(_ context.Context, id string) error {
 		delete(q.scheduled, e)
 		q.mu.Unlock()
 	case stProcessing, stDead:
-		return fmt.Errorf("channelpubsub: cancel %q on %s: %w: it is %s", id, t.label, pubsub.ErrWrongState, stateOf[e.state])
+		return fmt.Errorf("%w: it is %s", pubsub.ErrWrongState, stateOf[e.state])
 	default:
-		return notFound("cancel", id, t.label)
+		return pubsub.ErrNotFound
 	}
 	e.state = stCanceled
 	q.releaseKey(e)
@@ -307,18 +278,18 @@ func (t *topic) Cancel(_ context.Context, id string) error {
 }
 
 // DeleteDead deletes the dead message id of the subscription.
-func (t *topic) DeleteDead(_ context.Context, id string) error {
-	q, err := t.open(false)
+func (s *subscription) DeleteDead(_ context.Context, id string) error {
+	q, err := s.open(false)
 	if err != nil {
 		return err
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || n == 0 {
-		return fmt.Errorf("channelpubsub: delete dead %q on %s: %w", id, t.label, pubsub.ErrInvalidID)
+		return pubsub.ErrInvalidID
 	}
 	es := q.takeDead(func(e *entry) bool { return e.id == n })
 	if len(es) == 0 {
-		return fmt.Errorf("channelpubsub: delete dead %q on %s: no dead message with that ID: %w", id, t.label, pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
 	}
 	q.releaseKey(es[0])
 	return nil

@@ -1,15 +1,15 @@
 package channelpubsub
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 type state uint8
@@ -25,11 +25,8 @@ const (
 
 // entry is a message as the queue keeps it, across all its deliveries.
 type entry struct {
-	q      *queue
-	id     uint64
-	data   []byte
-	header pubsub.Header // nil if enqueued without one; never written
-	key    string        // unique key, if enqueued with one
+	q  *queue
+	id uint64
 
 	created    int64         // when it was enqueued, by the PubSub's coarse clock
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
@@ -41,18 +38,30 @@ type entry struct {
 
 	mu      sync.Mutex
 	state   state
-	attempt int
+	attempt int32
 	token   uint64 // which delivery holds the lease
 	// cold holds what only a delayed, failed or dead message needs, made
 	// when it first does (see coldPart): an entry that is acked on its
 	// first delivery is smaller without it. Set under mu, never unset.
 	cold *entryCold
 
-	first message // the first delivery, allocated with the entry
+	// first is the first delivery, allocated with the entry. Its
+	// Delivery.Data and Delivery.Header, set when the entry is made and
+	// never written again, are the message's (see data and header).
+	first driver.Slot
 }
+
+// data is the message's payload.
+func (e *entry) data() []byte { return e.first.Delivery.Data }
+
+// header is the message's header, nil if it has none; never written.
+func (e *entry) header() pubsub.Header { return e.first.Delivery.Header }
 
 // entryCold is the part of an entry that most messages never use.
 type entryCold struct {
+	// key is the unique key, if enqueued with one: set before the entry
+	// is shared (claimKey), never written again.
+	key     string
 	timer   *time.Timer // the wait while scheduled
 	due     time.Time   // when it is due, while scheduled
 	lastErr string
@@ -67,6 +76,15 @@ func (e *entry) coldPart() *entryCold {
 	return e.cold
 }
 
+// key is e's unique key, "" if it has none. Called with e.mu or q.mu held
+// (an entry that has a key has its cold part from before it was shared).
+func (e *entry) key() string {
+	if e.cold == nil {
+		return ""
+	}
+	return e.cold.key
+}
+
 // lastErr is the reason of e's last failure, if any. Called with e.mu held,
 // or on a dead entry with q.mu held (see bury).
 func (e *entry) lastErr() string {
@@ -76,14 +94,15 @@ func (e *entry) lastErr() string {
 	return e.cold.lastErr
 }
 
+// ID is the message's ID (driver.Ref).
 func (e *entry) ID() string { return strconv.FormatUint(e.id, 10) }
 
-// AppendID appends m.ID() to b (backend.IDAppender).
-func (m *message) AppendID(b []byte) []byte { return strconv.AppendUint(b, m.e.id, 10) }
+// AppendID appends e.ID() to b (driver.IDAppender).
+func (e *entry) AppendID(b []byte) []byte { return strconv.AppendUint(b, e.id, 10) }
 
 // deliver leases e to a consumer and returns that delivery, or nil if e
 // was cancelled (Cancel) while in the channel.
-func (e *entry) deliver() *message {
+func (e *entry) deliver() *driver.Slot {
 	e.mu.Lock()
 	e.q.ready.remove(e)
 	if e.state != stReady {
@@ -96,13 +115,14 @@ func (e *entry) deliver() *message {
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
 	e.q.addInflight(e)
-	m := &e.first
+	s := &e.first // made with its Msg, Data and Header
 	if e.token != 1 {
-		m = new(message)
+		s = new(driver.Slot)
+		s.Delivery.Msg, s.Delivery.Data, s.Delivery.Header = e, e.data(), e.header()
 	}
-	*m = message{e: e, token: e.token, attempt: e.attempt}
+	s.Delivery.Token, s.Delivery.Attempt = e.token, int(e.attempt)
 	e.mu.Unlock()
-	return m
+	return s
 }
 
 // fire runs when e's timer goes off: a scheduled message becomes ready.
@@ -135,9 +155,12 @@ func (e *entry) expire(token uint64, now int64) {
 		return
 	}
 	q.endLease(e, false)
-	if q.ps.opts.Retry.Exhausted(e.attempt) {
-		q.bury(e, backend.ReasonLeaseExpired, pubsub.LeaseExpired)
+	if q.ps.opts.Retry.Exhausted(int(e.attempt)) {
+		q.bury(e, driver.ReasonLeaseExpired)
+		f := pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: q.topic, Subscription: q.sub,
+			MessageID: e.ID(), Attempt: int(e.attempt), Err: errLeaseExpired, Time: e.cold.diedAt}
 		e.mu.Unlock()
+		q.ps.env.Report(f)
 		return
 	}
 	e.state = stReady
@@ -153,110 +176,40 @@ func (e *entry) stopTimer() {
 	e.mu.Unlock()
 }
 
-// message is one delivery of an entry.
-type message struct {
-	e       *entry
-	token   uint64
-	attempt int
-	settled bool // guarded by e.mu
-}
-
-var (
-	_ backend.Message    = (*message)(nil)
-	_ backend.IDAppender = (*message)(nil)
-	_ pubsub.Headerer    = (*message)(nil)
-)
-
-func (m *message) ID() string            { return m.e.ID() }
-func (m *message) Data() []byte          { return m.e.data }
-func (m *message) Header() pubsub.Header { return m.e.header }
-func (m *message) Attempt() int          { return m.attempt }
-
-// Ack settles the message for good.
-func (m *message) Ack(context.Context) error {
-	return m.settle("ack", true, func(e *entry) {
-		e.state = stDone
-		e.q.finishKey(e)
-	})
-}
-
-// Nack gives the message back for redelivery after the retry policy's
-// backoff, or makes it dead when its attempts are exhausted.
-func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
-
-// Fail is Nack keeping reason, shown if the message ends up dead.
-func (m *message) Fail(_ context.Context, reason error) error {
-	return m.settle("nack", false, func(e *entry) {
-		f := backend.Fail(e.q.ps.opts.Retry, e.attempt, reason)
-		if f.Reason != "" {
-			e.coldPart().lastErr = f.Reason
-		}
-		if f.Dead {
-			e.q.bury(e, e.lastErr(), pubsub.AttemptsExhausted)
-			return
-		}
-		e.q.schedule(e, f.Backoff)
-	})
-}
-
-// Reject makes the message dead at once, keeping reason.
-func (m *message) Reject(_ context.Context, reason error) error {
-	return m.settle("reject", false, func(e *entry) {
-		e.q.bury(e, backend.RejectReason(reason), pubsub.Rejected)
-	})
-}
-
-// ExtendLease moves the lease deadline to now+d.
-func (m *message) ExtendLease(_ context.Context, d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("channelpubsub: extend lease of message %s by %v: want a positive duration", m.ID(), d)
-	}
-	e := m.e
+// settle runs f on the entry of d if d still holds its lease; acked says
+// the settlement is an ack, counted for AckedSince.
+func settle(d *driver.Delivery, acked bool, f func(*entry)) error {
+	e := d.Msg.(*entry)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := m.check("extend lease"); err != nil {
-		return err
-	}
-	e.leaseUntil.Store(e.q.ps.leaseEnd(d))
-	return nil
-}
-
-// settle runs f on the entry if this delivery still holds its lease;
-// acked says the settlement is an ack, counted for AckedSince.
-func (m *message) settle(op string, acked bool, f func(*entry)) error {
-	e := m.e
-	e.mu.Lock()
-	if err := m.check(op); err != nil {
+	if err := e.check(d.Token); err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	m.settled = true
 	e.q.endLease(e, acked)
 	f(e)
 	e.mu.Unlock()
 	return nil
 }
 
-// check says why this delivery can no longer be settled. Called with e.mu held.
-func (m *message) check(op string) error {
-	var err error
-	e, q := m.e, m.e.q
+// check says why the delivery token can no longer settle or extend e.
+// Called with e.mu held.
+func (e *entry) check(token uint64) error {
+	q := e.q
 	switch {
-	case m.settled:
-		err = pubsub.ErrSettled
 	case q.ps.isClosed():
-		err = pubsub.ErrClosed
+		return pubsub.ErrClosed
 	case q.isGone.Load():
-		err = errDeleted
-	case e.token != m.token || e.state != stProcessing:
-		err = pubsub.ErrLeaseExpired
-	}
-	if err != nil {
-		return backend.MessageError("channelpubsub", op, m.ID(), m.attempt, q.topic, q.sub, err)
+		return errDeleted
+	case e.token != token || e.state != stProcessing:
+		return driver.ErrLeaseLost
 	}
 	return nil
 }
 
 // errDeleted is why a delivery of a deleted subscription does not settle:
 // its message went with the subscription.
-var errDeleted = fmt.Errorf("the subscription was deleted: %w", pubsub.ErrLeaseExpired)
+var errDeleted = fmt.Errorf("the subscription was deleted: %w", driver.ErrLeaseLost)
+
+// errLeaseExpired is the reason of a message dead because the lease of its
+// last attempt ran out.
+var errLeaseExpired = errors.New(driver.ReasonLeaseExpired)

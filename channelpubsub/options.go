@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
 // DefaultCapacity is the buffer of each topic's channel: how many ready
@@ -65,7 +65,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DeadRetention == 0 {
 		o.DeadRetention = DefaultDeadRetention
 	}
-	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve("channelpubsub", 0, "")
+	shared, err := engine.Options{Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve()
 	if err != nil {
 		return o, err
 	}

@@ -5,16 +5,16 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-var _ pubsub.Pauser = (*topic)(nil)
+var _ driver.Pauser = (*subscription)(nil)
 
 // Pause pauses the handle's subscription: its Dequeue calls, on every
 // handle, wait until Resume; enqueues go on (see pubsub.Pauser). A named
 // subscription that does not exist wraps pubsub.ErrNoSubscription.
-func (t *topic) Pause(ctx context.Context) error {
-	q, err := t.pausable(ctx)
+func (s *subscription) Pause(context.Context) error {
+	q, err := s.open(false)
 	if err != nil {
 		return err
 	}
@@ -24,8 +24,8 @@ func (t *topic) Pause(ctx context.Context) error {
 
 // Resume resumes the handle's subscription and wakes its waiting Dequeue
 // calls.
-func (t *topic) Resume(ctx context.Context) error {
-	q, err := t.pausable(ctx)
+func (s *subscription) Resume(context.Context) error {
+	q, err := s.open(false)
 	if err != nil {
 		return err
 	}
@@ -34,19 +34,12 @@ func (t *topic) Resume(ctx context.Context) error {
 }
 
 // Paused reports whether the handle's subscription is paused.
-func (t *topic) Paused(ctx context.Context) (bool, error) {
-	q, err := t.pausable(ctx)
+func (s *subscription) Paused(context.Context) (bool, error) {
+	q, err := s.open(false)
 	if err != nil {
 		return false, err
 	}
 	return q.pause.on.Load(), nil
-}
-
-func (t *topic) pausable(ctx context.Context) (*queue, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return t.open(false)
 }
 
 // pauseState is the pause of a queue. Dequeue reads on with one atomic

@@ -9,15 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // queue is one subscription of a topic (or the default subscription's
 // copies of a topic with none, see topicState), shared by all its handles:
 // its copies, their leases, retries, dead letters and stats, its inbox.
 type queue struct {
-	ps    *PubSub
+	ps    *store
 	topic string
 	sub   string
 	ch    chan *entry // ready messages, in order
@@ -61,7 +61,7 @@ type inflightShard struct {
 	acks  ackTally // the acks of the latest second, not yet in the queue's ring
 }
 
-func newQueue(ps *PubSub, topic, sub string) *queue {
+func newQueue(ps *store, topic, sub string) *queue {
 	q := &queue{
 		ps:        ps,
 		topic:     topic,
@@ -91,11 +91,13 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 	if data == nil {
 		data = []byte{} // as a copy of nil is
 	}
-	return &entry{q: q, id: q.ps.nextID.Add(1), data: data, header: h, created: q.ps.clock.Load()}
+	e := &entry{q: q, id: q.ps.nextID.Add(1), created: q.ps.clock.Load()}
+	e.first.Delivery = driver.Delivery{Msg: e, Data: data, Header: h}
+	return e
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine
-// owned by the PubSub waits for room (redeliveries must never block the
+// owned by the store waits for room (redeliveries must never block the
 // timer or the consumer that caused them).
 func (q *queue) push(e *entry) {
 	q.ready.add(e)
@@ -119,7 +121,7 @@ func (q *queue) push(e *entry) {
 }
 
 // pushAll makes es ready in order: what fits goes into the channel now, the
-// rest waits for room in one goroutine owned by the PubSub. It releases
+// rest waits for room in one goroutine owned by the store. It releases
 // the batch slot when every entry is in.
 func (q *queue) pushAll(es []*entry) {
 	for _, e := range es {
@@ -168,7 +170,7 @@ func (q *queue) schedule(e *entry, delay time.Duration) {
 	}
 }
 
-// stopTimers stops the timers of every scheduled message; the PubSub is
+// stopTimers stops the timers of every scheduled message; the store is
 // closed, so none is armed again.
 func (q *queue) stopTimers() {
 	q.mu.Lock()
@@ -185,7 +187,7 @@ func (q *queue) stopTimers() {
 // errDuplicate says a unique key is taken; EnqueueUnique turns it into false.
 var errDuplicate = errors.New("duplicate key")
 
-// errStopped says the handle or the PubSub closed while a call waited; the
+// errStopped says the handle or the store closed while a call waited; the
 // handle reports its own closed error.
 var errStopped = errors.New("stopped")
 
@@ -205,8 +207,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 		case q.batchSlot <- struct{}{}:
 			<-q.batchSlot
 		case <-ctx.Done():
-			return fmt.Errorf("channelpubsub: enqueue on %s: waiting behind a batch until ctx ended: %w",
-				backend.Label(q.topic, q.sub), ctx.Err())
+			return fmt.Errorf("waiting behind a batch until ctx ended: %w", ctx.Err())
 		case <-handleClosed:
 			return errStopped
 		case <-q.ps.closed:
@@ -250,8 +251,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 		return nil
 	case <-ctx.Done():
 		q.ready.remove(e) // never added
-		return fmt.Errorf("channelpubsub: enqueue on %s: full (Options.Capacity %d) until ctx ended: %w",
-			backend.Label(q.topic, q.sub), cap(q.ch), ctx.Err())
+		return fmt.Errorf("full (Options.Capacity %d) until ctx ended: %w", cap(q.ch), ctx.Err())
 	case <-handleClosed:
 		q.ready.remove(e)
 		return errStopped
@@ -281,20 +281,20 @@ func (q *queue) claimKey(key string, e *entry) bool {
 		q.keys = make(map[string]*entry)
 	}
 	q.keys[key] = e
-	e.key = key
+	e.coldPart().key = key // e is not shared yet
 	return true
 }
 
 // finishKey keeps e's unique key, if it has one, for Options.Retention
 // after its ack, as a finished row keeps it on dbpubsub.
 func (q *queue) finishKey(e *entry) {
-	if e.key == "" {
+	if e.key() == "" {
 		return
 	}
 	now := time.Now()
 	q.mu.Lock()
 	q.pruneKeys(now)
-	if q.keys[e.key] == e {
+	if q.keys[e.key()] == e {
 		q.finished = append(q.finished, finishedKey{e: e, until: now.Add(q.ps.opts.Retention)})
 	}
 	q.mu.Unlock()
@@ -305,8 +305,8 @@ func (q *queue) finishKey(e *entry) {
 func (q *queue) pruneKeys(now time.Time) {
 	n := 0
 	for n < len(q.finished) && !now.Before(q.finished[n].until) {
-		if f := q.finished[n]; q.keys[f.e.key] == f.e {
-			delete(q.keys, f.e.key)
+		if f := q.finished[n]; q.keys[f.e.key()] == f.e {
+			delete(q.keys, f.e.key())
 		}
 		n++
 	}
@@ -319,19 +319,20 @@ func (q *queue) pruneKeys(now time.Time) {
 // releaseKey frees e's unique key, if it has one: e is purged or was never
 // added.
 func (q *queue) releaseKey(e *entry) {
-	if e.key == "" {
+	key := e.key()
+	if key == "" {
 		return
 	}
 	q.mu.Lock()
-	if q.keys[e.key] == e {
-		delete(q.keys, e.key)
+	if q.keys[key] == e {
+		delete(q.keys, key)
 	}
 	q.mu.Unlock()
 }
 
 // dequeue delivers the next ready message. It returns errStopped when the
-// handle or the PubSub closes, errGone when the subscription is deleted.
-func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubsub.Message, error) {
+// handle or the store closes, errGone when the subscription is deleted.
+func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (*driver.Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // an ended ctx gets no message, even a ready one
 	}
@@ -378,8 +379,8 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (pubs
 		if q.isGone.Load() {
 			return nil, errGone // the copy went with its subscription
 		}
-		if m := e.deliver(); m != nil {
-			return m, nil
+		if s := e.deliver(); s != nil {
+			return s, nil
 		}
 		// e was cancelled: take the next.
 	}
@@ -452,9 +453,9 @@ func (q *queue) countInflight() int64 {
 	return n
 }
 
-// bury records e as dead, for cause, and reports it. Called with e.mu
-// held, e no longer in flight.
-func (q *queue) bury(e *entry, reason string, cause pubsub.DeadCause) {
+// bury records e as dead, keeping reason. Called with e.mu held, e no
+// longer in flight.
+func (q *queue) bury(e *entry, reason string) {
 	e.state = stDead
 	c := e.coldPart()
 	c.lastErr = reason
@@ -462,12 +463,6 @@ func (q *queue) bury(e *entry, reason string, cause pubsub.DeadCause) {
 	q.mu.Lock()
 	q.dead = append(q.dead, e)
 	q.mu.Unlock()
-	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: q.topic, Subscription: q.sub,
-		MessageID: e.ID(), Attempt: e.attempt, Time: c.diedAt}
-	if reason != "" {
-		f.Err = errors.New(reason)
-	}
-	q.ps.fails.Report(f, nil)
 }
 
 // pruneDead forgets the dead messages that died before cutoff, and frees
@@ -477,8 +472,8 @@ func (q *queue) pruneDead(cutoff time.Time) {
 	defer q.mu.Unlock()
 	n := 0
 	for n < len(q.dead) && q.dead[n].cold.diedAt.Before(cutoff) {
-		if e := q.dead[n]; e.key != "" && q.keys[e.key] == e {
-			delete(q.keys, e.key)
+		if e := q.dead[n]; e.key() != "" && q.keys[e.key()] == e {
+			delete(q.keys, e.key())
 		}
 		n++
 	}
@@ -499,11 +494,11 @@ func (q *queue) listDead(limit int) []pubsub.DeadMessage {
 	for _, e := range q.dead[:n] {
 		out = append(out, pubsub.DeadMessage{
 			ID:        e.ID(),
-			Data:      append([]byte{}, e.data...),
-			Attempts:  e.attempt,
+			Data:      append([]byte{}, e.data()...),
+			Attempts:  int(e.attempt),
 			LastError: e.cold.lastErr,
 			DiedAt:    e.cold.diedAt,
-			Header:    maps.Clone(e.header),
+			Header:    maps.Clone(e.header()),
 		})
 	}
 	return out

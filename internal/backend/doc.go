@@ -9,6 +9,10 @@
 //   - Retry: what the retry policy makes of a failed delivery;
 //   - Register: the di registration of a backend's PubSub.
 //
+// The engine (package pubsub/engine) is built on these pieces and owns
+// them for the backends that are its drivers (channelpubsub); dbpubsub and
+// natspubsub call them directly until they are drivers too.
+//
 // A backend keeps its own exported Options struct (users write
 // dbpubsub.Options{Lease: time.Minute}); it hands the shared fields to
 // Options.Resolve and keeps what comes back.

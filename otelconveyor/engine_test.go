@@ -1,0 +1,77 @@
+package otelconveyor_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/internal/minidriver"
+	"github.com/conveyorgo/conveyor/otelconveyor"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
+)
+
+// TestWrapOfAnEngineTopicFollowsItsStore wraps topics of the engine over a
+// store without an all-or-none batch, delays or unique keys (the smallest
+// driver), and over channelpubsub's store, which has them: through any
+// number of wrappers, pubsub.As finds each ability exactly when the store
+// has it, because the engine declares what its store lacks
+// (pubsub.Forwarder), and a wrapper forwards those abilities only.
+func TestWrapOfAnEngineTopicFollowsItsStore(t *testing.T) {
+	mini, err := engine.New(minidriver.New(), engine.Options{Name: "minidriver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mini.Close() })
+	channel := channelpubsub.New()
+	t.Cleanup(func() { _ = channel.Close() })
+	s := newSDK(t, otelconveyor.Options{})
+
+	for _, c := range []struct {
+		name  string
+		ps    pubsub.PubSub
+		store bool // the store has batches, delays and unique keys
+	}{{"minidriver", mini, false}, {"channelpubsub", channel, true}} {
+		raw := c.ps.Topic("orders")
+		for name, tp := range map[string]pubsub.Topic{
+			"WrapTopic": s.tel.WrapTopic(raw, "orders", ""),
+			"Wrap":      s.tel.Wrap(c.ps).Topic("orders"),
+			"twice":     s.tel.WrapTopic(s.tel.WrapTopic(raw, "orders", ""), "orders", ""),
+		} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				for ability, ok := range map[string]bool{
+					"BatchEnqueuer":  hasAbility[pubsub.BatchEnqueuer](tp),
+					"Delayer":        hasAbility[pubsub.Delayer](tp),
+					"UniqueEnqueuer": hasAbility[pubsub.UniqueEnqueuer](tp),
+					"DeadLetters":    hasAbility[pubsub.DeadLetters](tp),
+				} {
+					if ok != c.store {
+						t.Errorf("pubsub.As[%s] = %v on the wrapped topic; its store has it: %v", ability, ok, c.store)
+					}
+				}
+				if !hasAbility[pubsub.EnqueueStarter](tp) {
+					t.Error("pubsub.As[EnqueueStarter] = false; the wrapper has it")
+				}
+				// EnqueueBatch is all or none through the store's batch, or
+				// falls back to one Enqueue per item.
+				ctx, cancel := context.WithTimeout(context.Background(), patience)
+				defer cancel()
+				if err := pubsub.EnqueueBatch(ctx, tp, [][]byte{[]byte("a"), []byte("b")}); err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{"a", "b"} {
+					m, err := tp.Dequeue(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(m.Data()) != want {
+						t.Errorf("Dequeue = %q, want %q", m.Data(), want)
+					}
+					if err := m.Ack(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package driver
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Optional capabilities. The engine asserts each on the object named
+// below when it makes a handle, and reports it through pubsub.As only when
+// the store has it. What a caller gets without it is said by the pubsub
+// helper named in brackets.
+
+// Subscriptions is a Store whose topics have named subscriptions
+// (pubsub.Subscriber). Without it, a topic has its default subscription
+// only: pubsub.Subscribe of the default name falls back to Topic, other
+// names are pubsub.ErrUnsupported.
+type Subscriptions interface {
+	// Subscribe creates subscription sub of topic unless it exists, with
+	// cfg (idempotent; an existing one keeps its config). Subscribing to
+	// pubsub.DefaultSubscription makes the default one of the topic's.
+	Subscribe(ctx context.Context, topic, sub string, cfg SubscriptionConfig) error
+	// Subscriptions lists the subscriptions of topic, sorted; an empty
+	// (non-nil) list for a topic never used.
+	Subscriptions(ctx context.Context, topic string) ([]string, error)
+	// DeleteSubscription deletes sub of topic and its copies; an error
+	// wrapping pubsub.ErrNoSubscription when there is none.
+	DeleteSubscription(ctx context.Context, topic, sub string) error
+}
+
+// TopicLister is a Store that lists its topics (pubsub.ListTopics).
+type TopicLister interface {
+	Topics(ctx context.Context) ([]pubsub.TopicInfo, error)
+}
+
+// BatchPublisher is a Topic that publishes many messages all or none, in
+// order (pubsub.EnqueueBatch: without it, one Publish per item).
+type BatchPublisher interface {
+	PublishBatch(ctx context.Context, stop <-chan struct{}, b Batch) error
+}
+
+// Batch is the messages of one EnqueueBatch, as the engine checked them:
+// one Outgoing per item of Data, with the same Header and Tx.
+type Batch struct {
+	// Data are the payloads, in order; the store keeps copies.
+	Data [][]byte
+	// Header is every message's header, nil if none.
+	Header pubsub.Header
+	// Tx is the caller's transaction, as in Outgoing.
+	Tx any
+}
+
+// DeadLetters is a Subscription whose dead messages can be listed,
+// re-queued and purged (pubsub.DeadLetters).
+type DeadLetters interface {
+	ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error)
+	// RequeueDead wraps pubsub.ErrNotFound when id is no dead message,
+	// pubsub.ErrInvalidID too when it cannot be one.
+	RequeueDead(ctx context.Context, id string) error
+	RequeueAllDead(ctx context.Context) (int, error)
+	PurgeDead(ctx context.Context) (int, error)
+}
+
+// Stater is a Subscription that counts its messages (pubsub.TopicStats).
+type Stater interface {
+	Stats(ctx context.Context) (pubsub.Stats, error)
+}
+
+// Peeker is a Subscription whose messages can be looked at
+// (pubsub.Peek, pubsub.GetMessage); the engine normalizes the options.
+type Peeker interface {
+	Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error)
+	Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error)
+}
+
+// Canceler is a Subscription whose waiting messages can be deleted
+// (pubsub.Cancel).
+type Canceler interface {
+	Cancel(ctx context.Context, id string) error
+}
+
+// DeadDeleter is a Subscription whose dead messages can be deleted one
+// by one (pubsub.DeleteDead).
+type DeadDeleter interface {
+	DeleteDead(ctx context.Context, id string) error
+}
+
+// Pauser is a Subscription that can be paused (pubsub.Pause): Receive
+// keeps its messages back until Resume.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Paused(ctx context.Context) (bool, error)
+}
+
+// AckCounter is a Subscription that counts its recent acks
+// (pubsub.AckedSince).
+type AckCounter interface {
+	AckedSince(ctx context.Context, since time.Time) (int64, error)
+}
+
+// Inbox is a Subscription that remembers the keys its consumers claimed
+// (pubsub.Claim); the engine checks the key.
+type Inbox interface {
+	Claim(ctx context.Context, key string) (first bool, release func(context.Context) error, err error)
+}
+
+// SlotReceiver is a Subscription that hands out each delivery in a Slot it
+// keeps itself (an in-memory store: inside its message's entry), so that a
+// delivery costs the engine no allocation. The engine calls ReceiveSlot
+// instead of Receive; the Slot must stay the delivery's own (a store
+// makes a new one for a redelivery, never reusing one handed out).
+type SlotReceiver interface {
+	// ReceiveSlot is Receive, the delivery in the returned Slot.
+	ReceiveSlot(ctx context.Context, stop <-chan struct{}) (*Slot, error)
+}
+
+// Slot is a Delivery with room for the engine's state of it.
+type Slot struct {
+	Delivery Delivery
+	// Owner and State are the engine's; a store leaves them zero.
+	Owner any
+	State atomic.Uint32
+}

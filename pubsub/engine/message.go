@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
+)
+
+// message is one delivery, as the engine hands it out: the store's
+// delivery, by value, its handle (Owner, a *topic) and the state that
+// makes it settle once (State, a msgState). It is a driver.Slot, so that a
+// store may keep it (driver.SlotReceiver).
+type message driver.Slot
+
+// handle returns the handle that made the delivery.
+func (m *message) handle() *topic { return m.Owner.(*topic) }
+
+// msgState is where a delivery is in its life, as the engine sees it.
+type msgState = uint32
+
+const (
+	msgOpen    msgState = iota // leased, not settled
+	msgBusy                    // a settle or an extension is in flight
+	msgSettled                 // acked, retried or made dead
+	msgLost                    // the store said its lease was lost
+)
+
+var (
+	_ backend.Message    = (*message)(nil)
+	_ backend.IDAppender = (*message)(nil)
+	_ pubsub.Headerer    = (*message)(nil)
+)
+
+func (m *message) ID() string            { return m.Delivery.Msg.ID() }
+func (m *message) Data() []byte          { return m.Delivery.Data }
+func (m *message) Header() pubsub.Header { return m.Delivery.Header }
+func (m *message) Attempt() int          { return m.Delivery.Attempt }
+
+// AppendID appends m.ID() to b (backend.IDAppender).
+func (m *message) AppendID(b []byte) []byte {
+	if a, ok := m.Delivery.Msg.(driver.IDAppender); ok {
+		return a.AppendID(b)
+	}
+	return append(b, m.Delivery.Msg.ID()...)
+}
+
+// Ack settles the message for good.
+func (m *message) Ack(ctx context.Context) error {
+	t := m.handle()
+	if t.ps.closed.Load() || !m.State.CompareAndSwap(msgOpen, msgBusy) {
+		if err := m.begin("ack"); err != nil {
+			return err
+		}
+	}
+	err := t.ds.Ack(ctx, &m.Delivery)
+	if err == nil && t.ps.obs.Settled == nil {
+		m.State.Store(msgSettled)
+		return nil
+	}
+	return m.end(ctx, "ack", err, true)
+}
+
+// Nack gives the message back for redelivery after the retry policy's
+// backoff, or makes it dead when its attempts are exhausted.
+func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
+
+// Fail is Nack keeping reason, shown if the message ends up dead.
+func (m *message) Fail(ctx context.Context, reason error) error {
+	if err := m.begin("nack"); err != nil {
+		return err
+	}
+	f := backend.Fail(m.handle().ps.defaults.Retry, m.Delivery.Attempt, reason)
+	if f.Dead {
+		err := m.handle().ds.Dead(ctx, &m.Delivery, f.Reason)
+		if err == nil {
+			m.reportDead(pubsub.AttemptsExhausted, f.Reason)
+		}
+		return m.end(ctx, "nack", err, true)
+	}
+	return m.end(ctx, "nack", m.handle().ds.Retry(ctx, &m.Delivery, f.Backoff, f.Reason), true)
+}
+
+// Reject makes the message dead at once, keeping reason.
+func (m *message) Reject(ctx context.Context, reason error) error {
+	if err := m.begin("reject"); err != nil {
+		return err
+	}
+	r := backend.RejectReason(reason)
+	err := m.handle().ds.Dead(ctx, &m.Delivery, r)
+	if err == nil {
+		m.reportDead(pubsub.Rejected, r)
+	}
+	return m.end(ctx, "reject", err, true)
+}
+
+// ExtendLease moves the lease deadline to now+d.
+func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%s: extend lease of message %s by %v: want a positive duration", m.handle().ps.name, m.ID(), d)
+	}
+	if err := m.begin("extend lease"); err != nil {
+		return err
+	}
+	return m.end(ctx, "extend lease", m.handle().ds.Extend(ctx, &m.Delivery, d), false)
+}
+
+// begin marks a settle or an extension op in flight, or says why none can
+// be: the delivery was settled (or one is in flight), its lease was lost,
+// or the PubSub is closed.
+func (m *message) begin(op string) error {
+	for {
+		switch s := m.State.Load(); s {
+		case msgSettled, msgBusy:
+			return m.errorf(op, pubsub.ErrSettled)
+		case msgLost:
+			return m.errorf(op, pubsub.ErrLeaseExpired)
+		}
+		if m.handle().ps.closed.Load() {
+			return m.errorf(op, pubsub.ErrClosed)
+		}
+		if m.State.CompareAndSwap(msgOpen, msgBusy) {
+			return nil
+		}
+	}
+}
+
+// end records the outcome of the store's op: settled (when settles says
+// the op settles) or open again after a success, lost after an error
+// wrapping driver.ErrLeaseLost, open after any other (nothing was
+// changed, or it is unknown: the caller may try again).
+func (m *message) end(ctx context.Context, op string, err error, settles bool) error {
+	switch {
+	case err == nil && settles:
+		m.State.Store(msgSettled)
+	case err == nil:
+		m.State.Store(msgOpen)
+	case errors.Is(err, driver.ErrLeaseLost):
+		m.State.Store(msgLost)
+	default:
+		m.State.Store(msgOpen)
+	}
+	if obs := m.handle().ps.obs.Settled; obs != nil {
+		obs(m.handle().name, m.handle().sub, op, m.Delivery.Attempt, err)
+	}
+	if err == nil || isCtxErr(ctx, err) {
+		return err
+	}
+	if errors.Is(err, pubsub.ErrClosed) {
+		err = pubsub.ErrClosed
+	}
+	return m.errorf(op, err)
+}
+
+func (m *message) errorf(op string, err error) error {
+	return backend.MessageError(m.handle().ps.name, op, m.ID(), m.Delivery.Attempt, m.handle().name, m.handle().sub, err)
+}
+
+// reportDead raises the message's death on the failure hook.
+func (m *message) reportDead(cause pubsub.DeadCause, reason string) {
+	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: m.handle().name, Subscription: m.handle().sub,
+		MessageID: m.ID(), Attempt: m.Delivery.Attempt, Time: time.Now()}
+	if reason != "" {
+		f.Err = errors.New(reason)
+	}
+	m.handle().ps.report(f)
+}

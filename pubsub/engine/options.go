@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Options configures an engine. Name is required; the zero value of every
+// other field means the default.
+type Options struct {
+	// Name is the backend's package name, which starts every error
+	// ("channelpubsub").
+	Name string
+	// Retry decides when a failed delivery comes back and when it is dead.
+	Retry pubsub.RetryPolicy
+	// Lease is how long a delivery may stay unsettled before the message
+	// is delivered again. 0 means pubsub.DefaultLease.
+	Lease time.Duration
+	// MaxDataSize is the largest payload accepted, in bytes. 0 means
+	// pubsub.DefaultMaxDataSize.
+	MaxDataSize int
+	// OnFailure hears of each failure nobody returns (see pubsub.Failure):
+	// the messages made dead, and what the store reports. nil reports
+	// nothing.
+	OnFailure func(pubsub.Failure)
+	// Observer is told of each enqueue, delivery and settle, for
+	// instrumentation. The zero value observes nothing.
+	Observer Observer
+}
+
+// Resolve returns o with its defaults applied, or an error naming the
+// first field that makes no sense, as Name's Options.Field. A backend
+// calls it to check its options before it makes its store.
+func (o Options) Resolve() (Options, error) {
+	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize}.Resolve(o.Name, 0, "")
+	if err != nil {
+		return o, err
+	}
+	o.Retry, o.Lease, o.MaxDataSize = shared.Retry, shared.Lease, shared.MaxDataSize
+	return o, nil
+}
+
+// Observer is where instrumentation attaches to an engine: each func, when
+// set, is called on the caller's goroutine after the operation, and must
+// not block.
+type Observer struct {
+	// Published: an enqueue of n messages on topic ended with err.
+	Published func(topic string, n int, err error)
+	// Delivered: a Dequeue of sub of topic handed out a delivery.
+	Delivered func(topic, sub string, attempt int)
+	// Settled: the settle op ("ack", "nack", "reject", "extend lease")
+	// of a delivery of sub of topic ended with err.
+	Settled func(topic, sub, op string, attempt int, err error)
+}

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
+)
+
+// topic is one handle on a subscription of a topic: its enqueues publish
+// to the topic, its other calls act on the subscription.
+type topic struct {
+	ps    *PubSub
+	name  string
+	sub   string
+	label string
+	dt    driver.Topic
+	ds    driver.Subscription
+	h     backend.Handle
+	caps  caps
+}
+
+var (
+	_ backend.Topic         = (*topic)(nil)
+	_ backend.OwnedEnqueuer = (*topic)(nil)
+	_ pubsub.Forwarder      = (*topic)(nil)
+)
+
+func (ps *PubSub) newHandle(name, sub string) *topic {
+	dt := ps.store.Topic(name)
+	ds := dt.Subscription(sub)
+	t := &topic{ps: ps, name: name, sub: sub, label: backend.Label(name, sub), dt: dt, ds: ds, h: backend.NewHandle()}
+	t.caps = findCaps(ps.features, dt, ds)
+	return t
+}
+
+// Enqueue publishes a copy of data to every subscription of the topic. It
+// may block for room until ctx ends.
+func (t *topic) Enqueue(ctx context.Context, data []byte) error {
+	_, err := t.publish(ctx, driver.Outgoing{Data: data})
+	return err
+}
+
+// EnqueueOwned is Enqueue of data handed over by the caller, who never
+// writes it again (backend.OwnedEnqueuer): the store may keep it uncopied.
+func (t *topic) EnqueueOwned(ctx context.Context, data []byte) error {
+	_, err := t.publish(ctx, driver.Outgoing{Data: data, Owned: true})
+	return err
+}
+
+// EnqueueAt publishes a copy of data, to be delivered no earlier than at.
+func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	if !t.ps.features.Has(driver.Delay) {
+		return t.ps.unsupported("delayed enqueue")
+	}
+	_, err := t.publish(ctx, driver.Outgoing{Data: data, At: at})
+	return err
+}
+
+// EnqueueUnique publishes a copy of data unless the topic keeps a message
+// with key (see pubsub.UniqueEnqueuer); it reports whether it did.
+func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	if !t.ps.features.Has(driver.Unique) {
+		return false, t.ps.unsupported("unique enqueue")
+	}
+	if err := pubsub.ValidateKey(key); err != nil {
+		return false, fmt.Errorf("%s: unique enqueue on topic %q: %w", t.ps.name, t.name, err)
+	}
+	return t.publish(ctx, driver.Outgoing{Data: data, Key: key})
+}
+
+// publish checks m and the handle, completes m from ctx (its header, the
+// caller's transaction) and hands it to the store.
+func (t *topic) publish(ctx context.Context, m driver.Outgoing) (bool, error) {
+	if err := t.check(); err != nil {
+		return false, err
+	}
+	if err := pubsub.CheckSize(m.Data, t.ps.maxSize); err != nil {
+		return false, fmt.Errorf("%s: enqueue on topic %q: %w", t.ps.name, t.name, err)
+	}
+	var err error
+	if m.Header, m.Tx, err = t.enqueueContext(ctx); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	added, err := t.dt.Publish(ctx, t.h.Closed(), m)
+	if err != nil {
+		err = t.publishErr(ctx, "enqueue", err)
+	}
+	if t.ps.obs.Published != nil {
+		t.ps.obs.Published(t.name, 1, err)
+	}
+	return added, err
+}
+
+// EnqueueBatch publishes copies of every item, in order, all or none, on
+// a store with driver.BatchPublisher; pubsub.EnqueueBatch falls back to
+// one Enqueue per item on another.
+func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	if t.caps.batch == nil {
+		return t.ps.unsupported("batch enqueue")
+	}
+	if err := t.check(); err != nil {
+		return err
+	}
+	for i, d := range data {
+		if err := pubsub.CheckSize(d, t.ps.maxSize); err != nil {
+			return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
+		}
+	}
+	h, tx, err := t.enqueueContext(ctx)
+	if err != nil {
+		return err
+	}
+	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
+	switch {
+	case err == nil:
+	case errors.Is(err, pubsub.ErrClosed):
+		err = t.closedErr()
+	default:
+		err = fmt.Errorf("%s: batch on topic %q: nothing enqueued: %w", t.ps.name, t.name, err)
+	}
+	if t.ps.obs.Published != nil {
+		t.ps.obs.Published(t.name, len(data), err)
+	}
+	return err
+}
+
+// enqueueContext returns the header an enqueue called with ctx gives its
+// messages (pubsub.WithHeader) and the caller's transaction
+// (pubsub.WithTx), and fails the enqueue if that header is invalid or if
+// it asks for a transaction the store cannot take part in: enqueueing
+// anyway would lose the atomicity the caller asked for.
+func (t *topic) enqueueContext(ctx context.Context) (pubsub.Header, any, error) {
+	tx := pubsub.TxFrom(ctx)
+	if tx != nil && !t.ps.features.Has(driver.Tx) {
+		return nil, nil, fmt.Errorf("%s: enqueue on topic %q in a transaction (%T): the backend cannot take part in one: %w", t.ps.name, t.name, tx, pubsub.ErrUnsupported)
+	}
+	h, err := pubsub.HeaderFrom(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: enqueue on topic %q: %w", t.ps.name, t.name, err)
+	}
+	return h, tx, nil
+}
+
+func (t *topic) publishErr(ctx context.Context, op string, err error) error {
+	switch {
+	case isCtxErr(ctx, err):
+		return err
+	case errors.Is(err, pubsub.ErrClosed):
+		return t.closedErr()
+	}
+	return fmt.Errorf("%s: %s on topic %q: %w", t.ps.name, op, t.name, err)
+}
+
+// Dequeue blocks until a message of the handle's subscription is ready,
+// ctx ends, or the handle closes.
+func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	var m *message
+	if t.caps.slots != nil {
+		s, err := t.caps.slots.ReceiveSlot(ctx, t.h.Closed())
+		if err != nil {
+			return nil, t.wrap(ctx, "dequeue", err)
+		}
+		m = (*message)(s)
+	} else {
+		m = new(message)
+		if err := t.ds.Receive(ctx, t.h.Closed(), &m.Delivery); err != nil {
+			return nil, t.wrap(ctx, "dequeue", err)
+		}
+	}
+	m.Owner = t
+	if t.ps.obs.Delivered != nil {
+		t.ps.obs.Delivered(t.name, t.sub, m.Delivery.Attempt)
+	}
+	return m, nil
+}
+
+// Close closes this handle; other handles on the topic, and the messages,
+// are untouched. Deliveries already made can still be settled. A second
+// Close returns pubsub.ErrClosed.
+func (t *topic) Close() error { return t.h.Close(t.closedErr()) }
+
+// RetryPolicy returns the retry policy of the handle's messages (see
+// pubsub.RetryReporter).
+func (t *topic) RetryPolicy() pubsub.RetryPolicy { return t.ps.defaults.Retry }
+
+// Forwards reports the abilities the handle's store lacks: pubsub.As then
+// finds none of them on it, nor on a wrapper that forwards them
+// (pubsub.Forwarder), while the handle's own methods return
+// pubsub.ErrUnsupported.
+func (t *topic) Forwards(ability any) bool { return !t.caps.has(ability) }
+
+func (t *topic) check() error {
+	if t.h.IsClosed() || t.ps.closed.Load() {
+		return t.closedErr()
+	}
+	return nil
+}
+
+func (t *topic) closedErr() error { return backend.ClosedError(t.ps.name, t.name, t.sub) }
+
+// wrap words a store's error of op on the handle's subscription: ctx's
+// own error as it is, a closed store as the handle's closed error, the
+// rest with the backend's name, op and the subscription.
+func (t *topic) wrap(ctx context.Context, op string, err error) error {
+	switch {
+	case err == nil, isCtxErr(ctx, err):
+		return err
+	case errors.Is(err, pubsub.ErrClosed):
+		return t.closedErr()
+	}
+	return fmt.Errorf("%s: %s on %s: %w", t.ps.name, op, t.label, err)
+}
