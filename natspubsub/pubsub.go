@@ -98,7 +98,7 @@ func newPubSub(nc *nats.Conn, owned bool, opts Options) (*PubSub, error) {
 	}
 	s := newStore(nc, owned, js, o)
 	e, err := engine.New(s, engine.Options{
-		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure,
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Named: true,
 	})
 	if err != nil {
 		return nil, err
