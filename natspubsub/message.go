@@ -26,15 +26,13 @@ const copyIDLen = 10
 // handle on it (driver.Ref), which keeps the delivery the engine hands out
 // in its slot.
 type message struct {
-	slot    driver.Slot
-	s       *subState
-	jm      jetstream.Msg
-	id      string
-	seq     uint64 // in the topic's stream
-	attempt int
-	unseen  int           // earlier deliveries no handler received (record.go)
-	gen     uint64        // the subscription's, when delivered
-	header  pubsub.Header // nil if none
+	slot   driver.Slot
+	s      *subState
+	jm     jetstream.Msg
+	id     string
+	seq    uint64 // in the topic's stream
+	unseen int    // earlier deliveries no handler received (record.go)
+	gen    uint64 // the subscription's, when delivered
 
 	keepUntil time.Time // when it is given back if still kept (keepFor)
 
@@ -84,9 +82,11 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		id += "." + s.tok[:copyIDLen]
 	}
 	lease := s.st.ps.opts.Lease
-	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
-		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
-	if m.attempt > 1 || s.mayBeSettled(m.seq) {
+	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, gen: gen,
+		deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
+	d := &m.slot.Delivery
+	*d = driver.Delivery{Msg: m, Data: jm.Data(), Header: headerOf(jm.Headers()), Attempt: int(meta.NumDelivered)}
+	if d.Attempt > 1 || s.mayBeSettled(m.seq) {
 		// Read even while the PubSub closes, so that Close gives the
 		// delivery back as unseen rather than counted.
 		rec, err := s.readRecord(context.Background(), s.st.ps.closingRequest, m.seq)
@@ -105,22 +105,21 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 			return nil
 		}
 		// The deliveries no handler received are no attempts.
-		m.unseen = min(rec.unseen, m.attempt-1)
-		m.attempt -= m.unseen
+		m.unseen = min(rec.unseen, d.Attempt-1)
+		d.Attempt -= m.unseen
 	}
-	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
+	if max := s.st.ps.opts.Retry.MaxAttempts; d.Attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
-		m.attempt = max
+		d.Attempt = max
 		if err := m.kill(context.Background(), driver.ReasonLeaseExpired); err != nil {
 			s.st.ps.opts.Logger.Error("natspubsub: making a message dead after its last lease ran out", "topic", s.st.name,
 				"subscription", s.name, "message_id", id, "error", err)
 		} else {
 			s.st.ps.env.Report(pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: s.st.name, Subscription: s.name,
-				MessageID: id, Attempt: m.attempt, Err: errors.New(driver.ReasonLeaseExpired)})
+				MessageID: id, Attempt: d.Attempt, Err: errors.New(driver.ReasonLeaseExpired)})
 		}
 		return nil
 	}
-	m.slot.Delivery = driver.Delivery{Msg: m, Data: jm.Data(), Header: m.header, Attempt: m.attempt}
 	return m
 }
 
@@ -262,14 +261,14 @@ func (m *message) kill(ctx context.Context, reason string) error {
 		Data:    m.jm.Data(),
 		Header: nats.Header{
 			hdrID:         []string{m.id},
-			hdrAttempts:   []string{strconv.Itoa(m.attempt)},
+			hdrAttempts:   []string{strconv.Itoa(m.slot.Delivery.Attempt)},
 			nats.MsgIdHdr: []string{fmt.Sprintf("%s:%d:dead", m.s.tok, m.seq)},
 		},
 	}
 	if reason != "" {
 		msg.Header.Set(hdrError, escapeReason(reason, maxReasonLen))
 	}
-	putHeader(msg.Header, m.header)
+	putHeader(msg.Header, m.slot.Delivery.Header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {
