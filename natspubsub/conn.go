@@ -107,7 +107,7 @@ func isTimeout(err error) bool {
 }
 
 // answered records a request the server answered.
-func (ps *PubSub) answered() {
+func (ps *store) answered() {
 	if ps.watch.timeouts.Load() != 0 {
 		ps.watch.timeouts.Store(0)
 	}
@@ -115,7 +115,7 @@ func (ps *PubSub) answered() {
 
 // requestFailed records a request that failed with err: the
 // reconnectAfter-th timeout in a row starts a probe.
-func (ps *PubSub) requestFailed(err error) {
+func (ps *store) requestFailed(err error) {
 	if !isTimeout(err) || ps.watch.timeouts.Add(1) < reconnectAfter {
 		return
 	}
@@ -130,7 +130,7 @@ func (ps *PubSub) requestFailed(err error) {
 // probe pings the server; when no answer comes within the request
 // timeout on a connection that still counts as connected, it forces a
 // reconnect: the connection went silent, and a new one may work.
-func (ps *PubSub) probe() {
+func (ps *store) probe() {
 	defer ps.watch.probing.Store(false)
 	defer ps.watch.timeouts.Store(0)
 	if ps.nc.Status() != nats.CONNECTED {

@@ -11,12 +11,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // The dead letters of a subscription are the messages on its subject of
 // the topic's dead-letter stream, oldest death first: each keeps the
 // message's data, its header, its ID, the deliveries it had and its last
 // error; the time the server stored it is when it died.
+
+var _ driver.DeadLetters = (*subState)(nil)
 
 // deadEntry is one dead message and where it is kept.
 type deadEntry struct {
@@ -43,7 +46,7 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 			return nil
 		}
 		if err != nil {
-			return s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
+			return s.st.ps.fail(ctx, "reading the dead letters", err)
 		}
 		e := deadEntry{seq: raw.Sequence, DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID),
 			Data: raw.Data, DiedAt: raw.Time, Header: headerOf(raw.Header)}}
@@ -58,12 +61,9 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 
 // ListDead returns up to limit dead messages of the subscription (all when
 // limit <= 0), oldest death first.
-func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
+func (s *subState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
 	var out []pubsub.DeadMessage
-	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+	err := s.scanDead(ctx, func(e deadEntry) bool {
 		out = append(out, e.DeadMessage)
 		return limit <= 0 || len(out) < limit
 	})
@@ -74,15 +74,12 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 // with a fresh attempt count and the same ID. It wraps pubsub.ErrNotFound
 // when id is not dead there, and pubsub.ErrInvalidID too when id cannot be
 // a message ID.
-func (t *Topic) RequeueDead(ctx context.Context, id string) error {
-	if err := t.check(); err != nil {
-		return err
-	}
+func (s *subState) RequeueDead(ctx context.Context, id string) error {
 	if !validID(id) {
-		return fmt.Errorf("natspubsub: requeue %q on %s: %w (%w)", id, t.sub.label(), pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
 	}
 	var found *deadEntry
-	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+	err := s.scanDead(ctx, func(e deadEntry) bool {
 		if e.ID == id {
 			found = &e
 		}
@@ -92,9 +89,9 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 		return err
 	}
 	if found == nil {
-		return fmt.Errorf("natspubsub: requeue %q on %s: %w", id, t.sub.label(), pubsub.ErrNotFound)
+		return pubsub.ErrNotFound
 	}
-	return t.sub.requeue(ctx, *found)
+	return s.requeue(ctx, *found)
 }
 
 // requeue publishes e, with its header, to the subscription alone, then
@@ -109,7 +106,7 @@ func (t *Topic) RequeueDead(ctx context.Context, id string) error {
 func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 	if c, _, err := s.lookup(ctx); err != nil || c == nil {
 		if err == nil {
-			err = fmt.Errorf("natspubsub: requeue on %s: %w %q", s.label(), pubsub.ErrNoSubscription, s.name)
+			err = fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
 		}
 		return err
 	}
@@ -145,7 +142,7 @@ func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 	if ok, herr := s.deadHas(ctx, d, e.seq); herr == nil && !ok {
 		return s.requeueGone(e)
 	}
-	return s.st.ps.fail(ctx, "deleting re-queued message "+e.ID+" from the dead letters of "+s.label(), err)
+	return s.st.ps.fail(ctx, "deleting re-queued message "+e.ID+" from the dead letters", err)
 }
 
 // requeueMsgID is the Nats-Msg-Id of the requeue of dead entry e of the
@@ -168,29 +165,26 @@ func (s *subState) deadHas(ctx context.Context, d jetstream.Stream, seq uint64) 
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return false, nil
 	}
-	return false, s.st.ps.fail(ctx, "reading the dead letters of "+s.label(), err)
+	return false, s.st.ps.fail(ctx, "reading the dead letters", err)
 }
 
 // requeueGone is the error of a requeue of e, which another requeue (or a
 // delete, a purge, the retention) took from the dead letters first.
 func (s *subState) requeueGone(e deadEntry) error {
-	return fmt.Errorf("natspubsub: requeue %q on %s: %w (re-queued or deleted meanwhile)", e.ID, s.label(), pubsub.ErrNotFound)
+	return fmt.Errorf("%w (re-queued or deleted meanwhile)", pubsub.ErrNotFound)
 }
 
 // RequeueAllDead re-queues every dead message of the subscription and
 // says how many; one another call re-queued or deleted meanwhile is not
 // counted.
-func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
+func (s *subState) RequeueAllDead(ctx context.Context) (int, error) {
 	var all []deadEntry
-	if err := t.sub.scanDead(ctx, func(e deadEntry) bool { all = append(all, e); return true }); err != nil {
+	if err := s.scanDead(ctx, func(e deadEntry) bool { all = append(all, e); return true }); err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, e := range all {
-		err := t.sub.requeue(ctx, e)
+		err := s.requeue(ctx, e)
 		if errors.Is(err, pubsub.ErrNotFound) {
 			continue // re-queued or deleted meanwhile by another call
 		}
@@ -204,24 +198,21 @@ func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
 
 // PurgeDead deletes every dead message of the subscription for good and
 // says how many.
-func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
+func (s *subState) PurgeDead(ctx context.Context) (int, error) {
 	var n int
 	var last uint64
-	if err := t.sub.scanDead(ctx, func(e deadEntry) bool { n++; last = e.seq; return true }); err != nil || n == 0 {
+	if err := s.scanDead(ctx, func(e deadEntry) bool { n++; last = e.seq; return true }); err != nil || n == 0 {
 		return 0, err
 	}
-	d, err := t.st.deadStream(ctx, false)
+	d, err := s.st.deadStream(ctx, false)
 	if err != nil {
 		return 0, err
 	}
-	rctx, cancel := t.st.ps.request(ctx)
+	rctx, cancel := s.st.ps.request(ctx)
 	defer cancel()
 	// Up to the last one counted: a message dying meanwhile stays.
-	if err := d.Purge(rctx, jetstream.WithPurgeSubject(t.sub.deadSubject()), jetstream.WithPurgeSequence(last+1)); err != nil {
-		return 0, t.st.ps.fail(ctx, "purging the dead letters of "+t.sub.label(), err)
+	if err := d.Purge(rctx, jetstream.WithPurgeSubject(s.deadSubject()), jetstream.WithPurgeSequence(last+1)); err != nil {
+		return 0, s.st.ps.fail(ctx, "purging the dead letters", err)
 	}
 	return n, nil
 }

@@ -18,7 +18,7 @@ import (
 // work queue read by one durable consumer, the mover, until it is due:
 // then it is published to the topic like any message, for every
 // subscription the topic has at that time, and removed from the schedule.
-// Every PubSub that consumes the topic or delays a message on it runs the
+// Every process that consumes the topic or delays a message on it runs the
 // mover's loop, sharing the consumer: a message not due yet is given back
 // to the server for the time it still has to wait (a delayed negative
 // ack), so it is fetched again when due. A due message is published with a
@@ -45,18 +45,9 @@ const moverName = "mover"
 // server gives it to another.
 const moverAckWait = 30 * time.Second
 
-// EnqueueAt publishes data to be delivered no earlier than at; a time not
-// after now is an Enqueue. The rest is as Enqueue.
-func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	h, err := t.checkEnqueue(ctx, data)
-	if err != nil {
-		return err
-	}
-	st := t.st
-	if !time.Now().Before(at) {
-		_, err := st.publish(ctx, st.n.publish, nuid.Next(), "", data, h)
-		return err
-	}
+// publishAt keeps data, with header h, in the topic's schedule until at,
+// a time after now.
+func (st *topicState) publishAt(ctx context.Context, data []byte, h pubsub.Header, at time.Time) error {
 	if _, err := st.schedule(ctx); err != nil {
 		return err
 	}
@@ -67,7 +58,7 @@ func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 		hdrEnqueued: []string{strconv.FormatInt(time.Now().UnixNano(), 10)},
 	}}
 	putHeader(msg.Header, h)
-	_, err = st.publishMsg(ctx, msg)
+	_, err := st.publishMsg(ctx, msg)
 	return err
 }
 
@@ -102,7 +93,7 @@ func (st *topicState) schedule(ctx context.Context) (jetstream.Consumer, error) 
 	return c, nil
 }
 
-// startMover starts the topic's mover and pruner loops in this PubSub,
+// startMover starts the topic's mover and pruner loops in this store,
 // once. Every Dequeue calls it: after the first, it is one atomic load.
 func (st *topicState) startMover() {
 	if st.moving.Load() {
@@ -115,7 +106,7 @@ func (st *topicState) startMover() {
 	}
 }
 
-// move publishes the topic's delayed messages when due, until the PubSub
+// move publishes the topic's delayed messages when due, until the store
 // closes. While the server cannot be reached it keeps trying, logging
 // once.
 func (st *topicState) move() {

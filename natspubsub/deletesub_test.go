@@ -56,9 +56,9 @@ func TestDeleteSubscriptionUnderWaitingDequeueLogsNothing(t *testing.T) {
 		done <- err
 	}()
 	// Wait until the fetch's pull request waits at the server.
-	st := ps.topic("deleted-under")
+	st := ps.s.topic("deleted-under")
 	for {
-		cons, err := ps.js.Consumer(ctx, st.n.stream, consumerName("s"))
+		cons, err := ps.s.js.Consumer(ctx, st.n.stream, consumerName("s"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,9 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Dequeues of one subscription in one PubSub fetch together. A fetch runs
+// Dequeues of one subscription in one process fetch together. A fetch runs
 // in the background, one at a time, whenever fewer messages are kept here
 // than the process should have ahead: one for each Dequeue waiting, or as
 // many as it consumes in a quarter of the lease at its recent rate if that
@@ -271,24 +272,23 @@ func (f *fetcher) wakeLocked() {
 	}
 }
 
-// Dequeue blocks until a message of the subscription is delivered, ctx
-// ends, or the handle or PubSub closes. While the server cannot be reached
-// it keeps asking, logging the errors, until ctx ends.
-func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
+// ReceiveSlot blocks until a message of the subscription is delivered,
+// ctx ends, stop is closed or the store closes, and returns the delivery in
+// the message's own Slot. While the server cannot be reached it keeps
+// asking, logging the errors, until ctx ends.
+func (s *subState) ReceiveSlot(ctx context.Context, stop <-chan struct{}) (*driver.Slot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	t.st.startMover()
-	s, f := t.sub, &t.sub.f
+	ps := s.st.ps
+	s.st.startMover()
+	f := &s.f
 	f.mu.Lock()
 	if m := s.popLocked(); m != nil {
 		f.handOutLocked(m)
 		s.refillLocked()
 		f.mu.Unlock()
-		return m, nil
+		return &m.slot, nil
 	}
 	f.wanting++
 	defer func() {
@@ -303,7 +303,7 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 			f.handOutLocked(m)
 			s.refillLocked()
 			f.mu.Unlock()
-			return m, nil
+			return &m.slot, nil
 		}
 		if !f.fetching {
 			if err := f.err; errors.Is(err, pubsub.ErrNoSubscription) || errors.Is(err, ErrNoStream) {
@@ -314,18 +314,22 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		}
 		if !s.refillLocked() {
 			f.mu.Unlock()
-			return nil, t.check()
+			return nil, pubsub.ErrClosed
 		}
 		wake := f.waitLocked()
 		f.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
-		case <-t.closed.Done():
-		case <-t.st.ps.ctx.Done():
+		case <-stop:
+		case <-ps.ctx.Done():
 		}
-		if err := t.check(); err != nil {
-			return nil, err
+		select {
+		case <-stop:
+			return nil, pubsub.ErrClosed
+		case <-ps.ctx.Done():
+			return nil, pubsub.ErrClosed
+		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -334,9 +338,19 @@ func (t *Topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}
 }
 
+// Receive is ReceiveSlot filling d.
+func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.Delivery) error {
+	slot, err := s.ReceiveSlot(ctx, stop)
+	if err != nil {
+		return err
+	}
+	*d = slot.Delivery
+	return nil
+}
+
 // refillLocked starts a fetch unless one runs or as many messages as the
 // process should have ahead (aheadLocked) are kept already. It reports
-// false if the PubSub is closed. Called with s.f.mu held.
+// false if the store is closed. Called with s.f.mu held.
 func (s *subState) refillLocked() bool {
 	f := &s.f
 	if f.fetching || len(f.pending) >= s.aheadLocked() {
@@ -370,11 +384,10 @@ func (s *subState) fetch() {
 		}
 	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
-		ps.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.st.name, Subscription: s.name, Err: err}, func() {
-			if !logged {
-				ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
-			}
-		})
+		ps.env.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.st.name, Subscription: s.name, Err: err})
+		if ps.opts.OnFailure == nil && !logged {
+			ps.opts.Logger.Warn("natspubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
+		}
 		select {
 		case <-time.After(retryWait):
 		case <-ps.ctx.Done():
@@ -447,7 +460,7 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 		if s.name == pubsub.DefaultSubscription {
 			return nil, 0, nil
 		}
-		return nil, 0, fmt.Errorf("natspubsub: dequeue on %s: %w %q (%v)", s.label(), pubsub.ErrNoSubscription, s.name, err)
+		return nil, 0, fmt.Errorf("%w %q (%v)", pubsub.ErrNoSubscription, s.name, err)
 	}
 	return nil, 0, err
 }
@@ -461,7 +474,7 @@ func (s *subState) forDequeue(ctx context.Context) (jetstream.Consumer, error) {
 	}
 	c, _, err := s.lookup(ctx)
 	if err == nil && c == nil {
-		err = fmt.Errorf("natspubsub: dequeue on %s: %w %q", s.label(), pubsub.ErrNoSubscription, s.name)
+		err = fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
 	}
 	return c, err
 }

@@ -33,6 +33,11 @@
 // topic's and subscription's names (names.go).
 // docs/natspubsub.md has the mapping and the reasons.
 //
+// natspubsub is a driver of conveyor's engine (package pubsub/engine):
+// the engine implements the contract (input checks, closed state,
+// settle-once, the retry decision, the failure hook, error wording), this
+// package only the JetStream store (docs/writing-a-backend.md).
+//
 // # Guarantees
 //
 // docs/natspubsub.md has each of these at length, with its reasons.

@@ -9,9 +9,12 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Claim records key in the inbox of the handle's subscription and reports
+var _ driver.Inbox = (*subState)(nil)
+
+// Claim records key in the inbox of the subscription and reports
 // whether it is the first claim of key there. The inbox is the topic's
 // key-value bucket (names.go); a claim is a key created only if absent,
 // so that of the processes claiming one key at once exactly one is first.
@@ -19,37 +22,27 @@ import (
 // takes part in no caller's transaction, so a transaction in ctx
 // (pubsub.WithTx) changes nothing, and release deletes the claim if it is
 // still this one's.
-func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
-	if err := t.check(); err != nil {
-		return false, nil, err
-	}
-	s := t.sub
-	if err := pubsub.ValidateKey(key); err != nil {
-		return false, nil, fmt.Errorf("natspubsub: claim on %s: %w", s.label(), err)
-	}
-	if err := ctx.Err(); err != nil {
-		return false, nil, err
-	}
-	kv, err := t.st.inbox(ctx)
+func (s *subState) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
+	kv, err := s.st.inbox(ctx)
 	if err != nil {
 		return false, nil, err
 	}
 	k := s.tok + "." + token(key)
-	rctx, cancel := t.st.ps.request(ctx)
+	rctx, cancel := s.st.ps.request(ctx)
 	defer cancel()
 	rev, err := kv.Create(rctx, k, nil)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, func(context.Context) error { return nil }, nil
 	}
 	if err != nil {
-		return false, nil, t.st.ps.fail(ctx, fmt.Sprintf("claim %q on %s", key, s.label()), err)
+		return false, nil, s.st.ps.fail(ctx, fmt.Sprintf("claim %q", key), err)
 	}
 	release := func(ctx context.Context) error {
-		rctx, cancel := t.st.ps.request(ctx)
+		rctx, cancel := s.st.ps.request(ctx)
 		defer cancel()
 		err := kv.Delete(rctx, k, jetstream.LastRevision(rev))
 		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && !isWrongRevision(err) {
-			return t.st.ps.fail(ctx, fmt.Sprintf("release claim %q on %s", key, s.label()), err)
+			return fmt.Errorf("natspubsub: %w", s.st.ps.fail(ctx, fmt.Sprintf("release claim %q on %s", key, s.label()), err))
 		}
 		return nil
 	}
@@ -83,7 +76,7 @@ func (st *topicState) inboxWithin(ctx context.Context, request requester) (jetst
 	var err error
 	if st.ps.opts.Bind {
 		if kv, err = st.ps.js.KeyValue(rctx, st.n.inbox); errors.Is(err, jetstream.ErrBucketNotFound) {
-			return nil, fmt.Errorf("natspubsub: the inbox of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
+			return nil, fmt.Errorf("the inbox of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
 				backend.Label(st.name, pubsub.DefaultSubscription), ErrNoStream)
 		}
 	} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Inspection (pubsub.TopicLister, DeadDeleter). The topics are the
@@ -23,16 +24,13 @@ import (
 // every subscription, not the one asked.
 
 var (
-	_ pubsub.TopicLister = (*PubSub)(nil)
-	_ pubsub.DeadDeleter = (*Topic)(nil)
+	_ driver.TopicLister = (*store)(nil)
+	_ driver.DeadDeleter = (*subState)(nil)
 )
 
 // Topics returns every topic whose stream exists under this PubSub's
 // prefix, with its subscriptions (each stream's consumers but the reserve).
-func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
-	if ps.isClosed() {
-		return nil, fmt.Errorf("natspubsub: list topics: %w", pubsub.ErrClosed)
-	}
+func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	rctx, cancel := ps.request(ctx)
 	defer cancel()
 	prefix := ps.opts.Prefix + "_t_"
@@ -45,7 +43,7 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 		}
 	}
 	if err := list.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
-		return nil, ps.fail(ctx, "listing topics", err)
+		return nil, ps.fail(ctx, "listing streams", err)
 	}
 	out := make([]pubsub.TopicInfo, 0, len(names))
 	for _, name := range names {
@@ -66,15 +64,12 @@ func validID(id string) bool {
 }
 
 // DeleteDead deletes the dead message id of the subscription for good.
-func (t *Topic) DeleteDead(ctx context.Context, id string) error {
-	if err := t.check(); err != nil {
-		return err
-	}
+func (s *subState) DeleteDead(ctx context.Context, id string) error {
 	if !validID(id) {
-		return fmt.Errorf("natspubsub: delete dead %q on %s: %w", id, t.sub.label(), pubsub.ErrInvalidID)
+		return pubsub.ErrInvalidID
 	}
 	var seq uint64
-	err := t.sub.scanDead(ctx, func(e deadEntry) bool {
+	err := s.scanDead(ctx, func(e deadEntry) bool {
 		if e.ID == id {
 			seq = e.seq
 		}
@@ -84,19 +79,19 @@ func (t *Topic) DeleteDead(ctx context.Context, id string) error {
 		return err
 	}
 	if seq == 0 {
-		return fmt.Errorf("natspubsub: delete dead %q on %s: no dead message with that ID: %w", id, t.sub.label(), pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
 	}
-	d, err := t.st.deadStream(ctx, false)
+	d, err := s.st.deadStream(ctx, false)
 	if err != nil {
 		return err
 	}
-	rctx, cancel := t.st.ps.request(ctx)
+	rctx, cancel := s.st.ps.request(ctx)
 	defer cancel()
 	if err := d.DeleteMsg(rctx, seq); err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return fmt.Errorf("natspubsub: delete dead %q on %s: %w", id, t.sub.label(), pubsub.ErrNotFound)
+			return pubsub.ErrNotFound
 		}
-		return t.st.ps.fail(ctx, "deleting dead message "+id+" of "+t.sub.label(), err)
+		return s.st.ps.fail(ctx, "deleting the dead message", err)
 	}
 	return nil
 }

@@ -14,37 +14,40 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // copyIDLen is how much of a subscription's token tells its copies' IDs
 // apart.
 const copyIDLen = 10
 
-// message is one delivery of a message to a consumer.
+// message is one delivery of a message to a consumer: the store's
+// handle on it (driver.Ref), which keeps the delivery the engine hands out
+// in its slot.
 type message struct {
-	s       *subState
-	jm      jetstream.Msg
-	id      string
-	seq     uint64 // in the topic's stream
-	attempt int
-	unseen  int           // earlier deliveries no handler received (record.go)
-	gen     uint64        // the subscription's, when delivered
-	header  pubsub.Header // nil if none
+	slot   driver.Slot
+	s      *subState
+	jm     jetstream.Msg
+	id     string
+	seq    uint64 // in the topic's stream
+	unseen int    // earlier deliveries no handler received (record.go)
+	gen    uint64 // the subscription's, when delivered
 
 	keepUntil time.Time // when it is given back if still kept (keepFor)
 
 	mu       sync.Mutex
-	settled  bool
 	deadline time.Time   // of the lease, by this process's clock
 	renew    *time.Timer // keeps an extended lease alive at the server
 }
 
 var (
-	_ backend.Message = (*message)(nil)
-	_ pubsub.Headerer = (*message)(nil)
+	_ driver.Ref          = (*message)(nil)
+	_ driver.Subscription = (*subState)(nil)
 )
+
+// ID returns the message's ID, the same on every delivery.
+func (m *message) ID() string { return m.id }
 
 // leaseMargin is how much earlier than the server this process takes a
 // delivery's lease to end: the server started the lease when it sent the
@@ -79,9 +82,11 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		id += "." + s.tok[:copyIDLen]
 	}
 	lease := s.st.ps.opts.Lease
-	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, attempt: int(meta.NumDelivered), gen: gen,
-		header: headerOf(jm.Headers()), deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
-	if m.attempt > 1 || s.mayBeSettled(m.seq) {
+	m := &message{s: s, jm: jm, id: id, seq: meta.Sequence.Stream, gen: gen,
+		deadline: now.Add(lease - leaseMargin(lease)), keepUntil: now.Add(keepFor(lease))}
+	d := &m.slot.Delivery
+	*d = driver.Delivery{Msg: m, Data: jm.Data(), Header: headerOf(jm.Headers()), Attempt: int(meta.NumDelivered)}
+	if d.Attempt > 1 || s.mayBeSettled(m.seq) {
 		// Read even while the PubSub closes, so that Close gives the
 		// delivery back as unseen rather than counted.
 		rec, err := s.readRecord(context.Background(), s.st.ps.closingRequest, m.seq)
@@ -100,17 +105,18 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 			return nil
 		}
 		// The deliveries no handler received are no attempts.
-		m.unseen = min(rec.unseen, m.attempt-1)
-		m.attempt -= m.unseen
+		m.unseen = min(rec.unseen, d.Attempt-1)
+		d.Attempt -= m.unseen
 	}
-	if max := s.st.ps.opts.Retry.MaxAttempts; m.attempt > max {
+	if max := s.st.ps.opts.Retry.MaxAttempts; d.Attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
-		m.attempt = max
-		if err := m.kill(context.Background(), backend.ReasonLeaseExpired); err != nil {
+		d.Attempt = max
+		if err := m.kill(context.Background(), driver.ReasonLeaseExpired); err != nil {
 			s.st.ps.opts.Logger.Error("natspubsub: making a message dead after its last lease ran out", "topic", s.st.name,
 				"subscription", s.name, "message_id", id, "error", err)
 		} else {
-			m.reportDead(pubsub.LeaseExpired, backend.ReasonLeaseExpired)
+			s.st.ps.env.Report(pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: s.st.name, Subscription: s.name,
+				MessageID: id, Attempt: d.Attempt, Err: errors.New(driver.ReasonLeaseExpired)})
 		}
 		return nil
 	}
@@ -140,85 +146,54 @@ func (m *message) leaseDeadline() time.Time {
 	return m.deadline
 }
 
-func (m *message) ID() string   { return m.id }
-func (m *message) Data() []byte { return m.jm.Data() }
-
-// Header returns the header the message was enqueued with (nil if none).
-func (m *message) Header() pubsub.Header { return m.header }
-
-// Attempt returns the delivery number: 1 on the first delivery.
-func (m *message) Attempt() int { return m.attempt }
-
-// Ack settles the message for good. It returns once the ack is sent, or
+// Ack settles d's message for good. It returns once the ack is sent, or
 // once the server confirmed it with Options.ConfirmAck.
-func (m *message) Ack(ctx context.Context) error {
-	if m.s.st.ps.opts.ConfirmAck {
-		return m.settle(ctx, "ack", func(ctx context.Context) error { return m.s.acked(m.jm.DoubleAck(ctx)) })
+func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
+	m := d.Msg.(*message)
+	if s.st.ps.opts.ConfirmAck {
+		return m.settle(ctx, "ack", func(ctx context.Context) error { return s.acked(m.jm.DoubleAck(ctx)) })
 	}
-	return m.settle(ctx, "ack", func(context.Context) error { return m.s.acked(m.jm.Ack()) })
+	return m.settle(ctx, "ack", func(context.Context) error { return s.acked(m.jm.Ack()) })
 }
 
-// Nack gives the message back for a later delivery, after the retry
-// policy's backoff, or makes it dead when its attempts are exhausted.
-func (m *message) Nack(ctx context.Context) error { return m.Fail(ctx, nil) }
-
-// Fail is Nack keeping reason, shown with the message if it ends up dead.
-func (m *message) Fail(ctx context.Context, reason error) error {
-	f := backend.Fail(m.s.st.ps.opts.Retry, m.attempt, reason)
-	if f.Dead {
-		err := m.settle(ctx, "nack", func(ctx context.Context) error { return m.kill(ctx, f.Reason) })
-		if err == nil {
-			m.reportDead(pubsub.AttemptsExhausted, f.Reason)
-		}
-		return err
-	}
-	return m.settle(ctx, "nack", func(context.Context) error { return m.jm.NakWithDelay(f.Backoff) })
+// Retry gives d's message back to the server, for a delivery after delay.
+// The server keeps no reason with it.
+func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, _ string) error {
+	m := d.Msg.(*message)
+	return m.settle(ctx, "nack", func(context.Context) error { return m.jm.NakWithDelay(delay) })
 }
 
-// Reject makes the message dead at once, keeping reason.
-func (m *message) Reject(ctx context.Context, reason error) error {
-	r := backend.RejectReason(reason)
-	err := m.settle(ctx, "reject", func(ctx context.Context) error { return m.kill(ctx, r) })
-	if err == nil {
-		m.reportDead(pubsub.Rejected, r)
-	}
-	return err
+// Dead keeps d's message in the dead letters with reason (kill).
+func (s *subState) Dead(ctx context.Context, d *driver.Delivery, reason string) error {
+	m := d.Msg.(*message)
+	return m.settle(ctx, "make dead", func(ctx context.Context) error { return m.kill(ctx, reason) })
 }
 
-// reportDead reports m dead for cause, keeping reason (Options.OnFailure).
-func (m *message) reportDead(cause pubsub.DeadCause, reason string) {
-	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: m.s.st.name, Subscription: m.s.name,
-		MessageID: m.id, Attempt: m.attempt}
-	if reason != "" {
-		f.Err = errors.New(reason)
-	}
-	m.s.st.ps.fails.Report(f, nil)
-}
-
-// ExtendLease moves the lease's end to now+d: the server is told the
-// message is in progress now, and again every half lease until then.
-func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
+// Extend moves the lease's end to now+by: the server is told the message
+// is in progress now, and again every half lease until then.
+func (s *subState) Extend(ctx context.Context, d *driver.Delivery, by time.Duration) error {
+	m := d.Msg.(*message)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.usable("extend"); err != nil {
+	if err := m.leased(); err != nil {
 		return err
 	}
 	if err := m.jm.InProgress(); err != nil {
-		return m.error("extend", m.s.st.ps.fail(ctx, "extend", err))
+		return s.st.ps.fail(ctx, "extend", err)
 	}
 	now := time.Now()
-	until := now.Add(d)
+	until := now.Add(by)
 	m.deadline = until
 	if m.renew != nil {
 		m.renew.Stop()
 		m.renew = nil
 	}
-	ackWait := m.s.st.ps.opts.Lease
+	ackWait := s.st.ps.opts.Lease
 	var tick func()
 	tick = func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.settled || m.renew == nil {
+		if m.renew == nil {
 			return
 		}
 		_ = m.jm.InProgress()
@@ -232,52 +207,43 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// settle runs op once for the delivery: a second settle wraps
-// pubsub.ErrSettled, one after the lease ran out pubsub.ErrLeaseExpired.
-// A failed op leaves the delivery unsettled.
+// settle runs op, the settle what of the delivery, while it holds its
+// lease, else returns driver.ErrLeaseLost. The engine calls it once per
+// delivery that succeeds.
 func (m *message) settle(ctx context.Context, what string, op func(context.Context) error) error {
 	m.mu.Lock()
-	if err := m.usable(what); err != nil {
+	if err := m.leased(); err != nil {
 		m.mu.Unlock()
 		return err
 	}
-	m.settled = true
 	if m.renew != nil {
 		m.renew.Stop()
+		m.renew = nil
 	}
 	m.mu.Unlock()
 	m.s.settled(m)
 	rctx, cancel := m.s.st.ps.request(ctx)
 	defer cancel()
 	if err := op(rctx); err != nil {
-		m.mu.Lock()
-		m.settled = false
-		m.mu.Unlock()
-		return m.error(what, m.s.st.ps.fail(ctx, what, err))
+		return m.s.st.ps.fail(ctx, what, err)
 	}
 	return nil
 }
 
-// usable reports why the delivery cannot be settled or extended now.
-// m.mu is held.
-func (m *message) usable(what string) error {
-	switch {
-	case m.settled:
-		return m.error(what, pubsub.ErrSettled)
-	case !time.Now().Before(m.deadline):
-		return m.error(what, pubsub.ErrLeaseExpired)
+// leased returns driver.ErrLeaseLost when the delivery's lease ran out by
+// this process's clock (the server does not fence settles) or its
+// subscription was deleted. m.mu is held.
+func (m *message) leased() error {
+	if !time.Now().Before(m.deadline) {
+		return driver.ErrLeaseLost
 	}
 	m.s.mu.Lock()
 	gone := m.s.gen != m.gen
 	m.s.mu.Unlock()
-	if gone { // its subscription was deleted
-		return m.error(what, pubsub.ErrLeaseExpired)
+	if gone {
+		return driver.ErrLeaseLost
 	}
 	return nil
-}
-
-func (m *message) error(op string, err error) error {
-	return backend.MessageError("natspubsub", op, m.id, m.attempt, m.s.st.name, m.s.name, err)
 }
 
 // kill keeps the message in the topic's dead-letter stream, with its
@@ -295,14 +261,14 @@ func (m *message) kill(ctx context.Context, reason string) error {
 		Data:    m.jm.Data(),
 		Header: nats.Header{
 			hdrID:         []string{m.id},
-			hdrAttempts:   []string{strconv.Itoa(m.attempt)},
+			hdrAttempts:   []string{strconv.Itoa(m.slot.Delivery.Attempt)},
 			nats.MsgIdHdr: []string{fmt.Sprintf("%s:%d:dead", m.s.tok, m.seq)},
 		},
 	}
 	if reason != "" {
 		msg.Header.Set(hdrError, escapeReason(reason, maxReasonLen))
 	}
-	putHeader(msg.Header, m.header)
+	putHeader(msg.Header, m.slot.Delivery.Header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
 	if _, err := st.ps.js.PublishMsg(rctx, msg); err != nil {

@@ -53,7 +53,7 @@ type requester func(context.Context) (context.Context, context.CancelFunc)
 
 // closingRequest bounds a request made while the PubSub closes by the
 // request timeout alone.
-func (ps *PubSub) closingRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+func (ps *store) closingRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, ps.opts.RequestTimeout)
 }
 

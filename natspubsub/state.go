@@ -14,10 +14,10 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// topicState is what a PubSub knows of one topic: its names on the server
+// topicState is what the store knows of one topic: its names on the server
 // and its stream, found or made on first use.
 type topicState struct {
-	ps   *PubSub
+	ps   *store
 	name string
 	n    names
 
@@ -31,7 +31,7 @@ type topicState struct {
 	kvRead      jetstream.KeyValue // the inbox found to read records (record.go), nil until found
 	sched       jetstream.Stream   // the schedule of delayed messages, nil until used
 	mover       jetstream.Consumer // its consumer, nil until used
-	moving      atomic.Bool        // this PubSub runs the mover's and the pruner's loops (delay.go, prune.go)
+	moving      atomic.Bool        // this store runs the mover's and the pruner's loops (delay.go, prune.go)
 	purged      uint64             // the stream is purged up to here (prune.go)
 	acked       atomic.Int64       // acks since the last prune
 	subs        map[string]*subState
@@ -93,7 +93,7 @@ func (st *topicState) open(ctx context.Context, slot *jetstream.Stream, name str
 		}
 	} else if s, err = st.ps.js.Stream(rctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 		if cfg != nil {
-			return nil, fmt.Errorf("natspubsub: stream %s of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
+			return nil, fmt.Errorf("stream %s of %s: %w (Options.Bind: the operator makes it, see PubSub.Provision)",
 				name, backend.Label(st.name, pubsub.DefaultSubscription), ErrNoStream)
 		}
 		return nil, nil
@@ -139,7 +139,7 @@ func retryStoreCreate(ctx context.Context, create func() error) error {
 // (not listed, see subscription.go) until the default is consumed; a
 // stream with interest retention (made by an earlier version) would drop
 // the message otherwise, and a later consumer would not get it. It looks
-// once per PubSub and topic.
+// once per store and topic.
 func (st *topicState) ensurePublishable(ctx context.Context) error {
 	st.mu.Lock()
 	ok := st.publishable
@@ -179,7 +179,7 @@ func (st *topicState) deadStream(ctx context.Context, create bool) (jetstream.St
 	return st.open(ctx, &st.dead, st.n.deadStream, cfg)
 }
 
-// subState is what a PubSub knows of one subscription of a topic: its
+// subState is what the store knows of one subscription of a topic: its
 // durable consumer.
 type subState struct {
 	st   *topicState
@@ -191,7 +191,7 @@ type subState struct {
 	desc consumerDesc       // its description
 	// created is when the server made the consumer.
 	created time.Time
-	gen     uint64 // counts the deletes of the subscription by this PubSub
+	gen     uint64 // counts the deletes of the subscription by this store
 	// Deliveries up to stream sequence checkTo read their record
 	// (watchRestart): reconnects is the connection's count when it was
 	// set, checkSince whether it was.
@@ -206,16 +206,16 @@ type subState struct {
 func (s *subState) label() string { return backend.Label(s.st.name, s.name) }
 
 // fail is the error of a request to the server that failed with err: the
-// caller's ctx error when ctx ended, pubsub.ErrClosed when the PubSub was
+// caller's ctx error when ctx ended, pubsub.ErrClosed when the store was
 // closed, else err, with what was being done. A timeout counts toward
-// the PubSub's watch of its connection (requestFailed).
-func (ps *PubSub) fail(ctx context.Context, doing string, err error) error {
+// the store's watch of its connection (requestFailed).
+func (ps *store) fail(ctx context.Context, doing string, err error) error {
 	ps.requestFailed(err)
 	switch {
 	case ps.ctx.Err() != nil:
-		return fmt.Errorf("natspubsub: %s: %w", doing, pubsub.ErrClosed)
+		return fmt.Errorf("%s: %w", doing, pubsub.ErrClosed)
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return fmt.Errorf("natspubsub: %s: %w", doing, ctx.Err())
+		return fmt.Errorf("%s: %w", doing, ctx.Err())
 	}
-	return fmt.Errorf("natspubsub: %s: %w", doing, err)
+	return fmt.Errorf("%s: %w", doing, err)
 }

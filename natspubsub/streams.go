@@ -74,27 +74,28 @@ func (ps *PubSub) Provision(ctx context.Context, topic string) error {
 	if err := pubsub.ValidateTopicName(topic); err != nil {
 		return fmt.Errorf("natspubsub: %w", err)
 	}
-	if ps.isClosed() {
-		return backend.ClosedError("natspubsub", topic, pubsub.DefaultSubscription)
+	if ps.s.isClosed() {
+		return backend.ClosedError(pkg, topic, pubsub.DefaultSubscription)
 	}
-	st := ps.topic(topic)
-	rctx, cancel := ps.request(ctx)
+	s := ps.s
+	st := s.topic(topic)
+	rctx, cancel := s.request(ctx)
 	defer cancel()
 	for _, cfg := range []jetstream.StreamConfig{st.topicConfig(), st.deadConfig(), st.scheduleConfig()} {
 		err := retryStoreCreate(rctx, func() error {
-			_, err := ps.js.CreateOrUpdateStream(rctx, cfg)
+			_, err := s.js.CreateOrUpdateStream(rctx, cfg)
 			return err
 		})
 		if err != nil {
-			return ps.fail(ctx, fmt.Sprintf("provisioning stream %s of %s", cfg.Name, backend.Label(topic, pubsub.DefaultSubscription)), err)
+			return fmt.Errorf("natspubsub: %w", s.fail(ctx, fmt.Sprintf("provisioning stream %s of %s", cfg.Name, backend.Label(topic, pubsub.DefaultSubscription)), err))
 		}
 	}
 	err := retryStoreCreate(rctx, func() error {
-		_, err := ps.js.CreateOrUpdateKeyValue(rctx, st.inboxConfig())
+		_, err := s.js.CreateOrUpdateKeyValue(rctx, st.inboxConfig())
 		return err
 	})
 	if err != nil {
-		return ps.fail(ctx, "provisioning the inbox of "+backend.Label(topic, pubsub.DefaultSubscription), err)
+		return fmt.Errorf("natspubsub: %w", s.fail(ctx, "provisioning the inbox of "+backend.Label(topic, pubsub.DefaultSubscription), err))
 	}
 	return nil
 }

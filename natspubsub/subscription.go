@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Subscriptions are durable consumers of the topic's stream, each getting
@@ -185,7 +185,7 @@ func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
 		s.st.markPublishable()
 		return c, nil
 	}
-	return nil, fmt.Errorf("natspubsub: declaring %s: its consumer kept changing", s.label())
+	return nil, fmt.Errorf("declaring %s: its consumer kept changing", s.label())
 }
 
 // reserve creates the default subscription's consumer in reserve on
@@ -272,40 +272,25 @@ func (s *subState) forget() {
 }
 
 // Subscribe creates subscription sub of topic unless it exists (see
-// pubsub.Subscriber) and returns a handle on it. The consumer is the
-// server's: every process with the same prefix shares it.
-func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
-	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
-		return nil, fmt.Errorf("natspubsub: %w", err)
-	}
-	if ps.isClosed() {
-		return nil, backend.ClosedError("natspubsub", topic, sub)
-	}
+// pubsub.Subscriber). The consumer is the server's: every process with the
+// same prefix shares it, with the lease of the last to declare it.
+func (ps *store) Subscribe(ctx context.Context, topic, sub string, _ driver.SubscriptionConfig) error {
 	st := ps.topic(topic)
-	s := st.sub(sub)
-	if _, err := s.declare(ctx); err != nil {
-		return nil, err
+	if _, err := st.sub(sub).declare(ctx); err != nil {
+		return err
 	}
-	if sub != pubsub.DefaultSubscription {
-		stream, err := st.ensure(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := st.retireReserve(ctx, stream); err != nil {
-			return nil, err
-		}
+	if sub == pubsub.DefaultSubscription {
+		return nil
 	}
-	return ps.handle(st, sub), nil
+	stream, err := st.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	return st.retireReserve(ctx, stream)
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.
-func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
-	if err := pubsub.ValidateTopicName(topic); err != nil {
-		return nil, fmt.Errorf("natspubsub: %w", err)
-	}
-	if ps.isClosed() {
-		return nil, backend.ClosedError("natspubsub", topic, pubsub.DefaultSubscription)
-	}
+func (ps *store) Subscriptions(ctx context.Context, topic string) ([]string, error) {
 	st := ps.topic(topic)
 	stream, err := st.find(ctx)
 	if err != nil || stream == nil {
@@ -321,7 +306,7 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 		}
 	}
 	if err := list.Err(); err != nil {
-		return nil, ps.fail(ctx, "listing the subscriptions of "+backend.Label(topic, pubsub.DefaultSubscription), err)
+		return nil, ps.fail(ctx, "listing the consumers", err)
 	}
 	slices.Sort(names)
 	return names, nil
@@ -330,16 +315,10 @@ func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, er
 // DeleteSubscription removes subscription sub of topic: its consumer, the
 // copies it has not settled, and its dead letters. It wraps
 // pubsub.ErrNoSubscription when topic has no subscription sub.
-func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
-	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
-		return fmt.Errorf("natspubsub: %w", err)
-	}
-	if ps.isClosed() {
-		return backend.ClosedError("natspubsub", topic, sub)
-	}
+func (ps *store) DeleteSubscription(ctx context.Context, topic, sub string) error {
 	st := ps.topic(topic)
 	s := st.sub(sub)
-	none := fmt.Errorf("natspubsub: delete %s: %w %q", s.label(), pubsub.ErrNoSubscription, sub)
+	none := fmt.Errorf("%w %q", pubsub.ErrNoSubscription, sub)
 	stream, err := st.find(ctx)
 	if err != nil {
 		return err

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Headers conveyor sets on the messages it publishes (a message's
@@ -27,117 +28,39 @@ const (
 // the same id.
 const uniquePrefix = "u:"
 
-// Topic is a handle on one subscription of a topic of a PubSub: its
-// Enqueue publishes to the topic, its Dequeue reads the subscription.
-// Besides pubsub.Topic it has the optional abilities pubsub.Delayer,
-// pubsub.UniqueEnqueuer, pubsub.Inbox, pubsub.DeadLetters and
-// pubsub.Stater.
-type Topic struct {
-	st  *topicState
-	sub *subState
-	h   backend.Handle
-	// closed ends at the handle's Close (closeCtx). It is not derived
-	// from the PubSub's, so that a handle never closed leaves nothing
-	// behind.
-	closed   context.Context
-	closeCtx context.CancelFunc
-}
+var _ driver.Topic = (*topicState)(nil)
 
-var (
-	_ pubsub.Topic          = (*Topic)(nil)
-	_ pubsub.DeadLetters    = (*Topic)(nil)
-	_ pubsub.Stater         = (*Topic)(nil)
-	_ pubsub.UniqueEnqueuer = (*Topic)(nil)
-	_ pubsub.Delayer        = (*Topic)(nil)
-	_ pubsub.Inbox          = (*Topic)(nil)
-)
+// Subscription returns the state of subscription name of the topic.
+func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
 
-// Name returns the topic's name.
-func (t *Topic) Name() string { return t.st.name }
-
-// Subscription returns the name of the subscription the handle reads.
-func (t *Topic) Subscription() string { return t.sub.name }
-
-// Close closes the handle: its calls return pubsub.ErrClosed from then on,
-// and a blocked Dequeue returns. The topic's messages stay on the server.
-func (t *Topic) Close() error {
-	err := t.h.Close(backend.ClosedError("natspubsub", t.st.name, t.sub.name))
-	t.closeCtx()
-	return err
-}
-
-// check returns the error of a call on a closed handle or PubSub.
-func (t *Topic) check() error {
-	if t.h.IsClosed() || t.st.ps.isClosed() {
-		return backend.ClosedError("natspubsub", t.st.name, t.sub.name)
-	}
-	return nil
-}
-
-// Enqueue publishes data, with the header ctx asks for
-// (pubsub.WithHeader), to the topic and returns once the server stored
-// it. Data over Options.MaxDataSize is refused with an error wrapping
-// pubsub.ErrTooLarge, an invalid header with one wrapping
-// pubsub.ErrInvalidHeader; an enqueue asked to run in a transaction
-// (pubsub.WithTx) with an error wrapping pubsub.ErrUnsupported, since a
-// NATS publish takes part in none.
-func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
-	h, err := t.checkEnqueue(ctx, data)
-	if err != nil {
-		return err
-	}
-	_, err = t.st.publish(ctx, t.st.n.publish, nuid.Next(), "", data, h)
-	return err
-}
-
-// EnqueueUnique publishes data unless the topic's stream saw a message with
-// key within Options.UniqueWindow, and reports whether it did. The key is
-// remembered for the window from its first enqueue, whatever becomes of
-// its message: unlike dbpubsub, which keeps a key as long as its message,
-// a key enqueued longer ago than the window is taken again even while its
-// message is still waiting. A bad key wraps pubsub.ErrInvalidKey; the
-// rest is as Enqueue.
-func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
-	if err := pubsub.ValidateKey(key); err != nil {
-		return false, fmt.Errorf("natspubsub: unique enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
-	}
-	h, err := t.checkEnqueue(ctx, data)
-	if err != nil {
-		return false, err
-	}
-	dup, err := t.st.publish(ctx, t.st.n.publish, nuid.Next(), uniquePrefix+token(key), data, h)
-	return err == nil && !dup, err
-}
-
-// checkEnqueue refuses what no enqueue of data with ctx can do, makes sure
-// the topic has a consumer to keep the message for, and returns the header
-// ctx asks for.
-func (t *Topic) checkEnqueue(ctx context.Context, data []byte) (pubsub.Header, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	if tx := pubsub.TxFrom(ctx); tx != nil {
-		return nil, fmt.Errorf("natspubsub: enqueue on %s in a transaction (%T): NATS takes part in none: %w",
-			backend.Label(t.st.name, t.sub.name), tx, pubsub.ErrUnsupported)
-	}
-	if err := pubsub.CheckSize(data, t.st.ps.opts.MaxDataSize); err != nil {
-		return nil, fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
-	}
-	h, err := pubsub.HeaderFrom(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("natspubsub: enqueue on %s: %w", backend.Label(t.st.name, t.sub.name), err)
-	}
-	if h != nil {
-		// The header travels in the same NATS message as the data.
-		if n, limit := len(data)+wireSize(h), t.st.ps.opts.MaxDataSize; n > limit {
-			return nil, fmt.Errorf("natspubsub: enqueue on %s: %w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
-				backend.Label(t.st.name, t.sub.name), pubsub.ErrTooLarge, len(data), n-len(data), limit)
+// Publish stores m in the topic's stream and returns once the server
+// stored it; a delayed one waits in the topic's schedule (delay.go). With
+// a key, it reports false when the stream saw a message with that key
+// within Options.UniqueWindow. The key is remembered for the window from
+// its first enqueue, whatever becomes of its message: unlike dbpubsub,
+// which keeps a key as long as its message, a key enqueued longer ago
+// than the window is taken again even while its message is still
+// waiting. The header travels in the same NATS message as the data, so
+// both count toward Options.MaxDataSize.
+func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoing) (bool, error) {
+	if m.Header != nil {
+		if n, limit := len(m.Data)+wireSize(m.Header), st.ps.opts.MaxDataSize; n > limit {
+			return false, fmt.Errorf("%w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
+				pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := st.ensurePublishable(ctx); err != nil {
+		return false, err
 	}
-	return h, t.st.ensurePublishable(ctx)
+	if !m.At.IsZero() && time.Now().Before(m.At) {
+		return true, st.publishAt(ctx, m.Data, m.Header, m.At)
+	}
+	msgID := ""
+	if m.Key != "" {
+		msgID = uniquePrefix + token(m.Key)
+	}
+	dup, err := st.publish(ctx, st.n.publish, nuid.Next(), msgID, m.Data, m.Header)
+	return err == nil && !dup, err
 }
 
 // publish stores data as message id, with header h, on subject of the
@@ -166,7 +89,6 @@ func (st *topicState) publish(ctx context.Context, subject, id, msgID string, da
 // stored after all at Warn, naming its ID.
 func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, err error) {
 	ps := st.ps
-	doing := "enqueue on " + backend.Label(st.name, pubsub.DefaultSubscription)
 	p := &publishing{done: make(chan struct{})}
 	rctx, cancel := ps.request(context.WithoutCancel(ctx))
 	if !ps.goBackground(func() {
@@ -190,7 +112,7 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 			"message_id", msg.Header.Get(hdrID), "duplicate", p.ack.Duplicate)
 	}) {
 		cancel()
-		return false, ps.fail(ctx, doing, pubsub.ErrClosed)
+		return false, pubsub.ErrClosed
 	}
 	// The caller waits for the publish, its own ctx, or the request's
 	// (Options.RequestTimeout, Close), whichever ends first.
@@ -209,7 +131,7 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 			if ps.ctx.Err() != nil {
 				end = pubsub.ErrClosed
 			}
-			return false, fmt.Errorf("natspubsub: %s: %w (the publish goes on: the message may still be stored)", doing, end)
+			return false, fmt.Errorf("%w (the publish goes on: the message may still be stored)", end)
 		}
 		<-p.done // it finished meanwhile
 	}
@@ -217,7 +139,7 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 		if errors.Is(err, nats.ErrMaxPayload) {
 			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
 		}
-		return false, ps.fail(ctx, doing, err)
+		return false, ps.fail(ctx, "publish", err)
 	}
 	return p.ack.Duplicate, nil
 }
@@ -237,7 +159,3 @@ const (
 	publishDone
 	publishAbandoned
 )
-
-// RetryPolicy returns the retry policy of the topic's messages (see
-// pubsub.RetryReporter).
-func (t *Topic) RetryPolicy() pubsub.RetryPolicy { return t.st.ps.opts.Retry }

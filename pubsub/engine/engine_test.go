@@ -333,3 +333,29 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("observed %v %v %v, want %v %v %v", published, delivered, settled, want.published, want.delivered, want.settled)
 	}
 }
+
+// named is what relay asks of a source handle for its default Source.
+type named interface {
+	Name() string
+	Subscription() string
+}
+
+// TestNamed: a handle names its topic and subscription, directly or
+// through a wrapper, only with Options.Named.
+func TestNamed(t *testing.T) {
+	ctx := context.Background()
+	if _, ok := pubsub.As[named](newMini(t, engine.Options{}).Topic("t")); ok {
+		t.Fatal("a handle without Options.Named names its topic")
+	}
+	ps := newMini(t, engine.Options{Named: true})
+	sub, err := ps.Subscribe(ctx, "t", pubsub.DefaultSubscription)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []pubsub.Topic{ps.Topic("t"), wrapper{ps.Topic("t")}, sub} {
+		n, ok := pubsub.As[named](tp)
+		if !ok || n.Name() != "t" || n.Subscription() != pubsub.DefaultSubscription {
+			t.Fatalf("As[named](%T) = %v, %v; want the names of topic t's default subscription", tp, n, ok)
+		}
+	}
+}

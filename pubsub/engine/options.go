@@ -25,6 +25,12 @@ type Options struct {
 	// the messages made dead, and what the store reports. nil reports
 	// nothing.
 	OnFailure func(pubsub.Failure)
+	// Named makes every handle name its topic and subscription (methods
+	// Name and Subscription), which relay takes for its default Source.
+	// Set it only for a store whose message IDs are unique in it across
+	// processes and restarts: a relay's destination keeps one message per
+	// source and ID.
+	Named bool
 	// Observer is told of each enqueue, delivery and settle, for
 	// instrumentation. The zero value observes nothing.
 	Observer Observer

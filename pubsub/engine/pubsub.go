@@ -22,6 +22,7 @@ type PubSub struct {
 	defaults driver.SubscriptionConfig
 	maxSize  int
 	obs      Observer
+	named    bool // Options.Named
 	fails    *failhook.Reporter
 
 	// The store's optional capabilities found on it.
@@ -55,6 +56,7 @@ func New(store driver.Store, opts Options) (*PubSub, error) {
 		defaults: driver.SubscriptionConfig{Retry: o.Retry, Lease: o.Lease},
 		maxSize:  o.MaxDataSize,
 		obs:      o.Observer,
+		named:    o.Named,
 		fails:    failhook.New(o.OnFailure),
 	}
 	ps.subs, _ = store.(driver.Subscriptions)

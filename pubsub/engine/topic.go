@@ -30,13 +30,34 @@ var (
 	_ pubsub.Forwarder      = (*topic)(nil)
 )
 
-func (ps *PubSub) newHandle(name, sub string) *topic {
+// newHandle returns a handle on subscription sub of topic name, one that
+// names them with Options.Named.
+func (ps *PubSub) newHandle(name, sub string) pubsub.Topic {
 	dt := ps.store.Topic(name)
 	ds := dt.Subscription(sub)
-	t := &topic{ps: ps, name: name, sub: sub, label: backend.Label(name, sub), dt: dt, ds: ds, h: backend.NewHandle()}
+	var t *topic
+	var h pubsub.Topic
+	if ps.named {
+		n := new(namedTopic)
+		t, h = &n.topic, n
+	} else {
+		t = new(topic)
+		h = t
+	}
+	*t = topic{ps: ps, name: name, sub: sub, label: backend.Label(name, sub), dt: dt, ds: ds, h: backend.NewHandle()}
 	t.caps = findCaps(ps.features, dt, ds)
-	return t
+	return h
 }
+
+// namedTopic is a handle that names its topic and subscription
+// (Options.Named).
+type namedTopic struct{ topic }
+
+// Name returns the topic's name.
+func (t *namedTopic) Name() string { return t.name }
+
+// Subscription returns the name of the subscription the handle reads.
+func (t *namedTopic) Subscription() string { return t.sub }
 
 // Enqueue publishes a copy of data to every subscription of the topic. It
 // may block for room until ctx ends.
