@@ -60,6 +60,7 @@ func (m *message) Ack(ctx context.Context) error {
 	err := t.ds.Ack(ctx, &m.Delivery)
 	if err == nil && t.ps.obs.Settled == nil {
 		m.State.Store(msgSettled)
+		t.ps.gate.release()
 		return nil
 	}
 	return m.end(ctx, "ack", err, true)
@@ -106,7 +107,11 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 	if err := m.begin("extend lease"); err != nil {
 		return err
 	}
-	return m.end(ctx, "extend lease", m.handle().ds.Extend(ctx, &m.Delivery, d), false)
+	err := m.handle().ds.Extend(ctx, &m.Delivery, d)
+	if err == nil {
+		m.handle().ps.gate.extended(time.Now().Add(d))
+	}
+	return m.end(ctx, "extend lease", err, false)
 }
 
 // begin marks a settle or an extension op in flight, or says why none can
@@ -137,10 +142,12 @@ func (m *message) end(ctx context.Context, op string, err error, settles bool) e
 	switch {
 	case err == nil && settles:
 		m.State.Store(msgSettled)
+		m.handle().ps.gate.release()
 	case err == nil:
 		m.State.Store(msgOpen)
 	case errors.Is(err, driver.ErrLeaseLost):
 		m.State.Store(msgLost)
+		m.handle().ps.gate.release()
 	default:
 		m.State.Store(msgOpen)
 	}

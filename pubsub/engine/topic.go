@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
@@ -22,6 +23,7 @@ type topic struct {
 	ds    driver.Subscription
 	h     backend.Handle
 	caps  caps
+	stop  atomic.Pointer[stopper] // its Receive calls' stop channel (gate.stopperFor)
 }
 
 var (
@@ -180,36 +182,58 @@ func (t *topic) publishErr(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %s on topic %q: %w", t.ps.name, op, t.name, err)
 }
 
-// Dequeue blocks until a message of the handle's subscription is ready,
-// ctx ends, or the handle closes.
+// Dequeue blocks until a message of the handle's subscription is ready
+// and the PubSub's quiesce gate is open, ctx ends, or the handle closes.
 func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	var m *message
-	if t.caps.slots != nil {
-		s, err := t.caps.slots.ReceiveSlot(ctx, t.h.Closed())
+	g := &t.ps.gate
+	for {
+		if err := t.check(); err != nil {
+			return nil, err
+		}
+		st := g.state.Load()
+		if st.shut {
+			if err := t.waitOpen(ctx, st); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		s := t.stop.Load()
+		if s == nil || s.st != st {
+			if s = g.stopperFor(t, st); s == nil {
+				continue // the gate shut meanwhile
+			}
+		}
+		m, err := t.receive(ctx, s.ch)
 		if err != nil {
+			if g.state.Load() != st && errors.Is(err, pubsub.ErrClosed) && !t.h.IsClosed() && !t.ps.closed.Load() {
+				continue // stopped by the gate
+			}
 			return nil, t.wrap(ctx, "dequeue", err)
 		}
-		m = (*message)(s)
-	} else {
-		m = new(message)
-		if err := t.ds.Receive(ctx, t.h.Closed(), &m.Delivery); err != nil {
-			return nil, t.wrap(ctx, "dequeue", err)
+		g.held.Add(1)
+		if g.state.Load().shut {
+			t.giveBack(ctx, &m.Delivery)
+			g.release()
+			continue
 		}
+		m.Owner = t
+		if t.ps.obs.Delivered != nil {
+			t.ps.obs.Delivered(t.name, t.sub, m.Delivery.Attempt)
+		}
+		return m, nil
 	}
-	m.Owner = t
-	if t.ps.obs.Delivered != nil {
-		t.ps.obs.Delivered(t.name, t.sub, m.Delivery.Attempt)
-	}
-	return m, nil
 }
 
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
-func (t *topic) Close() error { return t.h.Close(t.closedErr()) }
+func (t *topic) Close() error {
+	err := t.h.Close(t.closedErr())
+	if s := t.stop.Load(); s != nil {
+		t.ps.gate.forget(s)
+	}
+	return err
+}
 
 // RetryPolicy returns the retry policy of the handle's messages (see
 // pubsub.RetryReporter).
