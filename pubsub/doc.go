@@ -61,6 +61,15 @@
 // backend lacks. WithTx runs an enqueue in the caller's transaction;
 // WithHeader gives messages a Header.
 //
+// # Quiescing
+//
+// Quiesce holds every consumer of a PubSub still and returns once the
+// deliveries in hand settled, for a migration or a restore;
+// ResumeConsumers lets them go on (quiesce.go, Quiescer). It covers the
+// consumers of that PubSub value, in this process; Pause holds a
+// subscription's consumers in every process. Every backend on
+// pubsub/engine has it.
+//
 // # Failures and identity
 //
 // What fails where no caller gets an error is a Failure, handed to the

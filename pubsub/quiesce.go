@@ -17,6 +17,9 @@ import (
 // returned. Enqueues go on, and the messages wait. A delivery already in
 // hand can still be settled and its lease extended.
 //
+// Close of a quiesced PubSub returns the Dequeue calls waiting at the
+// gate, and a Quiesce waiting for deliveries, with ErrClosed.
+//
 // The gate is per PubSub value: it holds the consumers of this process
 // only. To hold a subscription's consumers in every process, pause it
 // (Pauser), where the backend can.
@@ -25,7 +28,8 @@ type Quiescer interface {
 	// each was settled, or its lease ran out (its message then waits
 	// for Resume). When ctx ends first, the gate stays closed and
 	// Quiesce returns ctx's error, wrapped with how many deliveries are
-	// still in hand; Quiesce again waits for them, Resume gives up.
+	// still in hand; Quiesce again waits for them, Resume gives up (a
+	// Quiesce still waiting then returns an error wrapping ErrResumed).
 	// Quiescing a quiesced PubSub closes nothing more and waits as the
 	// first call does; one Resume opens it for every caller.
 	Quiesce(ctx context.Context) error

@@ -248,8 +248,14 @@ func (t *topic) waitOpen(ctx context.Context, st *gateState) error {
 	}
 }
 
-// giveBack returns d, received as the gate shut, to the store, due now.
-// Should that fail, its lease runs out and the store delivers it again.
+// giveBack returns d, received as the gate shut, to the store, due now:
+// uncounted where the store can (driver.Releaser). Should that fail, its
+// lease runs out and the store delivers it again.
 func (t *topic) giveBack(ctx context.Context, d *driver.Delivery) {
-	_ = t.ds.Retry(context.WithoutCancel(ctx), d, 0, "")
+	ctx = context.WithoutCancel(ctx)
+	if t.caps.release != nil {
+		_ = t.caps.release.Release(ctx, d)
+		return
+	}
+	_ = t.ds.Retry(ctx, d, 0, "")
 }
