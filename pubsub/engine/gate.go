@@ -219,22 +219,6 @@ func (ps *PubSub) Quiesced(ctx context.Context) (bool, error) {
 	return ps.gate.state.Load().shut, nil
 }
 
-// receive is the store's Receive of one delivery for t, stopped by stop.
-func (t *topic) receive(ctx context.Context, stop <-chan struct{}) (*message, error) {
-	if t.caps.slots != nil {
-		s, err := t.caps.slots.ReceiveSlot(ctx, stop)
-		if err != nil {
-			return nil, err
-		}
-		return (*message)(s), nil
-	}
-	m := new(message)
-	if err := t.ds.Receive(ctx, stop, &m.Delivery); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
 // waitOpen waits for the shut period st to end; an error when ctx ends
 // or t closes first.
 func (t *topic) waitOpen(ctx context.Context, st *gateState) error {

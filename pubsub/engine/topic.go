@@ -224,6 +224,22 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 	}
 }
 
+// receive is the store's Receive of one delivery for t, stopped by stop.
+func (t *topic) receive(ctx context.Context, stop <-chan struct{}) (*message, error) {
+	if t.caps.slots != nil {
+		s, err := t.caps.slots.ReceiveSlot(ctx, stop)
+		if err != nil {
+			return nil, err
+		}
+		return (*message)(s), nil
+	}
+	m := new(message)
+	if err := t.ds.Receive(ctx, stop, &m.Delivery); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
