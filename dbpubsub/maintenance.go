@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/service"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Maintenance every PubSub does in the background: it rescues the messages
@@ -312,7 +312,7 @@ func (ps *store) reportLeaseDead(name, dead string) {
 		id, err1 := strconv.ParseInt(idText, 10, 64)
 		attempt, err2 := strconv.Atoi(attText)
 		if err1 == nil && err2 == nil {
-			ps.reportDead(topic, sub, id, attempt, pubsub.LeaseExpired, backend.ReasonLeaseExpired)
+			ps.reportDead(topic, sub, id, attempt, pubsub.LeaseExpired, driver.ReasonLeaseExpired)
 		}
 	}
 }

@@ -95,10 +95,6 @@ func (ps *store) wakeLocal(name string) {
 	}
 }
 
-func (st *topicState) closedErr() error {
-	return backend.ClosedError("dbpubsub", st.topic, st.sub)
-}
-
 // take returns a buffered row, or else registers the caller as a waiter.
 func (st *topicState) take() (*delivery, *waiter) {
 	st.mu.Lock()
