@@ -27,7 +27,7 @@ import (
 // rows, and the next call to run a statement (its leader) takes the queued
 // rows along: one INSERT, one commit and one round trip for many calls. A
 // call that finds a statement free runs its own at once. Each call keeps
-// the write contract (PubSub.write): a leader takes a connection with its
+// the write contract (store.write): a leader takes a connection with its
 // own ctx before it takes the queued rows, so a queued call whose ctx ends
 // before a leader takes it returns ctx's error and added nothing; once
 // taken, it returns the statement's outcome, which is the truth for all its
@@ -306,7 +306,7 @@ func headerArgs(group []*enqReq, rows int) any {
 
 // publish runs f, one publish statement on the call's route, in the
 // caller's transaction, or on the pool when there is none (see
-// PubSub.write). f reports whether the route was current (the statement's
+// store.write). f reports whether the route was current (the statement's
 // guard): when it was not, nothing was written, and f runs again on the
 // route read anew, in the same transaction.
 func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, execer, *route) (bool, error)) error {
