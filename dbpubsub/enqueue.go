@@ -120,26 +120,26 @@ func (p *publisher) Publish(ctx context.Context, _ <-chan struct{}, m driver.Out
 	return true, ctxErr(ctx, p.enqueue(ctx, c, m.At))
 }
 
-// PublishBatch adds every message of ms in one statement, in order.
-func (p *publisher) PublishBatch(ctx context.Context, _ <-chan struct{}, ms []driver.Outgoing) error {
+// PublishBatch adds every message of b in one statement, in order.
+func (p *publisher) PublishBatch(ctx context.Context, _ <-chan struct{}, b driver.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(ms) == 0 {
+	if len(b.Data) == 0 {
 		return nil
 	}
-	data := make([][]byte, len(ms))
+	data := make([][]byte, len(b.Data))
 	size := 0
-	for i, m := range ms {
-		if data[i] = m.Data; data[i] == nil {
-			data[i] = []byte{}
+	for i, d := range b.Data {
+		if data[i] = d; d == nil {
+			data[i] = []byte{} // NULL is not a payload
 		}
-		size += len(m.Data)
+		size += len(d)
 	}
-	if max := p.pub.ps.opts.MaxBatchSize; len(ms) > 1 && size > max {
-		return fmt.Errorf("batch of %d items: %d bytes, over Options.MaxBatchSize (%d): %w", len(ms), size, max, pubsub.ErrTooLarge)
+	if max := p.pub.ps.opts.MaxBatchSize; len(data) > 1 && size > max {
+		return fmt.Errorf("batch of %d items: %d bytes, over Options.MaxBatchSize (%d): %w", len(data), size, max, pubsub.ErrTooLarge)
 	}
-	c, err := p.open(ctx, data, ms[0].Header, ms[0].Tx)
+	c, err := p.open(ctx, data, b.Header, b.Tx)
 	if err != nil {
 		return err
 	}

@@ -58,11 +58,8 @@ func (t groupTopic) EnqueueUnique(ctx context.Context, key string, data []byte) 
 }
 
 func (t groupTopic) EnqueueBatch(ctx context.Context, data [][]byte) error {
-	ms := make([]driver.Outgoing, len(data))
-	for i, d := range data {
-		ms[i] = out(ctx, d)
-	}
-	return t.PublishBatch(ctx, nil, ms)
+	m := out(ctx, nil)
+	return t.PublishBatch(ctx, nil, driver.Batch{Data: data, Header: m.Header, Tx: m.Tx})
 }
 
 func newGroupFixture(t *testing.T) *groupFixture {
