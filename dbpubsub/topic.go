@@ -11,6 +11,17 @@ import (
 // every optional ability of package pubsub, each the engine's over this
 // package's store; every enqueue runs in the caller's transaction when ctx
 // carries one (WithTx).
+//
+// An enqueue returns when its rows are committed (or, in a caller's
+// transaction, written in it); concurrent enqueues on one handle share
+// statements. One whose ctx ends after its statement was sent returns
+// then, in doubt (ErrOutcomeUnknown): retry it idempotently
+// (EnqueueUnique, or a consumer that claims). EnqueueAt's time is the
+// database's clock; EnqueueBatch is one statement, all or none;
+// EnqueueUnique adds nothing while the topic keeps a message under its
+// key, until it is pruned (Options.Retention). Ack returns once queued
+// for the next grouped statement (see Options.ConfirmAck and
+// PubSub.Flush).
 type Topic struct {
 	handle
 	name, sub string
