@@ -108,7 +108,8 @@ type makeProcess struct {
 	cmd    *exec.Cmd
 	stderr *syncbuf.Buffer // make's and the app's
 	exited chan struct{}
-	err    error // Wait's error, once exited is closed
+	err    error  // Wait's error, once exited is closed
+	tmp    string // make's TMPDIR, where the recipe builds the app
 }
 
 // startMake starts `make run` with the make variables and environment
@@ -124,17 +125,18 @@ func startMake(t *testing.T, args ...string) *makeProcess {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(name, "CONVEYOR_"), name == "DATABASE_URL", name == "PORT", name == "PGPORT_FORCE_THROWAWAY",
+		case strings.HasPrefix(name, "CONVEYOR_"), name == "DATABASE_URL", name == "PORT", name == "PGPORT_FORCE_THROWAWAY", name == "TMPDIR",
 			name == "NATS_URL", name == "NATS_FORCE_THROWAWAY",
 			name == "MAKEFLAGS", name == "MFLAGS", name == "MAKELEVEL", name == "BACKEND":
 		default:
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "CONVEYOR_ADDR=127.0.0.1:0")
+	tmp := buildDir(t)
+	cmd.Env = append(cmd.Env, "CONVEYOR_ADDR=127.0.0.1:0", "TMPDIR="+tmp)
 	cmd.Env = append(cmd.Env, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's foreground group
-	p := &makeProcess{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	p := &makeProcess{cmd: cmd, stderr: &syncbuf.Buffer{}, exited: make(chan struct{}), tmp: tmp}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -191,17 +193,45 @@ func (p *makeProcess) ctrlC(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.wait(t)
-	if p.err != nil {
+	makeRace := makeWaitRace(p.stderr.String())
+	if p.err != nil && !makeRace {
 		var exit *exec.ExitError
 		ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if !errors.As(p.err, &exit) || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 			t.Errorf("make exited with %v on Ctrl-C, want success (or make's own SIGINT)", p.err)
 		}
 	}
-	if strings.Contains(p.stderr.String(), "make: ***") {
+	if strings.Contains(p.stderr.String(), "make: ***") && !makeRace {
 		t.Errorf("make reported an error on Ctrl-C:\n%s", p.stderr)
 	}
+	if makeRace {
+		t.Logf("GNU make lost the race between its SIGINT handler and the recipe's exit (make's own message, not the recipe's):\n%s", p.stderr)
+	}
 	p.checkStopped(t)
+}
+
+// makeWaitRace reports whether make's only complaint in log is GNU make's
+// own race on Ctrl-C: when the recipe ends at once on the SIGINT that make
+// gets too, and make is scheduled late (a loaded machine), its wait returns
+// the recipe's status before its SIGINT handler runs; the handler then
+// waits for the recipe again, finds no child and says "wait: No child
+// processes" (exit status 2). The recipe did nothing wrong, and a user
+// who presses Ctrl-C sees that line at worst; every other make error
+// fails the test.
+func makeWaitRace(log string) bool {
+	found := false
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.HasPrefix(line, "make: ***") {
+			continue
+		}
+		switch strings.TrimSpace(line) {
+		case "make: *** wait: No child processes.  Stop.", "make: *** Waiting for unfinished jobs....":
+			found = true
+		default:
+			return false
+		}
+	}
+	return found
 }
 
 func (p *makeProcess) wait(t *testing.T) {
@@ -220,6 +250,27 @@ func (p *makeProcess) checkStopped(t *testing.T) {
 	if !strings.Contains(log, "msg=stopped") || strings.Contains(log, "level=ERROR") {
 		t.Errorf("the app did not log a clean stop:\n%s", log)
 	}
+	// The recipe removes the directory it built the app in, on a signal too.
+	left, _ := filepath.Glob(filepath.Join(p.tmp, "conveyor-run.*"))
+	if len(left) > 0 {
+		t.Errorf("make run left its build directory behind: %v", left)
+	}
+}
+
+// buildDir returns a new directory for make's TMPDIR, open to the user a
+// throwaway PostgreSQL server runs as (scripts/with-postgres.sh makes its
+// data directory there), removed at the end of the test.
+func buildDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "makerun-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // app returns the pid of the app's binary: the process named app under
@@ -328,4 +379,24 @@ func haveInitdb() bool {
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	return len(found) > 0
+}
+
+// TestMakeWaitRace: only GNU make's own lines of the race pass; a failed
+// recipe does not.
+func TestMakeWaitRace(t *testing.T) {
+	race := "time=15:16:20.942 level=INFO msg=stopped handled=map[] failed=map[]\n" +
+		"make: *** wait: No child processes.  Stop.\nmake: *** Waiting for unfinished jobs....\nmake: *** wait: No child processes.  Stop.\n"
+	for _, tc := range []struct {
+		log  string
+		want bool
+	}{
+		{race, true},
+		{"msg=stopped\n", false},
+		{race + "make: *** [Makefile:35: run] Error 1\n", false},
+		{"make: *** [Makefile:35: run] Interrupt\n", false},
+	} {
+		if got := makeWaitRace(tc.log); got != tc.want {
+			t.Errorf("makeWaitRace(%q) = %v, want %v", tc.log, got, tc.want)
+		}
+	}
 }
