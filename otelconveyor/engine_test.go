@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/internal/minidriver"
 	"github.com/conveyorgo/conveyor/otelconveyor"
@@ -73,5 +75,42 @@ func TestWrapOfAnEngineTopicFollowsItsStore(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWrapKeepsTheSpeedups: the event layer's speed-ups of channelpubsub's
+// topics and messages (pubsub.OwnedEnqueuer, pubsub.IDAppender) are found
+// through the wrapper, which forwards them, and give what the plain
+// methods give.
+func TestWrapKeepsTheSpeedups(t *testing.T) {
+	channel := channelpubsub.New()
+	t.Cleanup(func() { _ = channel.Close() })
+	s := newSDK(t, otelconveyor.Options{})
+	tp := s.tel.Wrap(channel).Topic("orders")
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	o, ok := pubsub.FindSpeedup[pubsub.OwnedEnqueuer](tp)
+	if !ok {
+		t.Fatal("pubsub.FindSpeedup[OwnedEnqueuer] = false on a wrapped channelpubsub topic")
+	}
+	if err := o.EnqueueOwned(ctx, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tp.Dequeue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := pubsub.FindSpeedup[pubsub.IDAppender](m)
+	if !ok {
+		t.Fatal("pubsub.FindSpeedup[IDAppender] = false on a wrapped channelpubsub message")
+	}
+	if got := string(a.AppendID([]byte("id "))); got != "id "+m.ID() || string(m.Data()) != "a" {
+		t.Errorf("AppendID = %q, data %q; want %q, %q", got, m.Data(), "id "+m.ID(), "a")
+	}
+	if err := m.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := value(s.metrics(t), "messaging.client.sent.messages", semconv.MessagingDestinationName("orders")); n != 1 {
+		t.Errorf("messaging.client.sent.messages = %v after one EnqueueOwned, want 1", n)
 	}
 }

@@ -31,9 +31,9 @@ const (
 )
 
 var (
-	_ backend.Message    = (*message)(nil)
-	_ backend.IDAppender = (*message)(nil)
-	_ pubsub.Headerer    = (*message)(nil)
+	_ backend.Message   = (*message)(nil)
+	_ pubsub.IDAppender = (*message)(nil)
+	_ pubsub.Headerer   = (*message)(nil)
 )
 
 func (m *message) ID() string            { return m.Delivery.Msg.ID() }
@@ -41,7 +41,7 @@ func (m *message) Data() []byte          { return m.Delivery.Data }
 func (m *message) Header() pubsub.Header { return m.Delivery.Header }
 func (m *message) Attempt() int          { return m.Delivery.Attempt }
 
-// AppendID appends m.ID() to b (backend.IDAppender).
+// AppendID appends m.ID() to b (pubsub.IDAppender).
 func (m *message) AppendID(b []byte) []byte {
 	if a, ok := m.Delivery.Msg.(driver.IDAppender); ok {
 		return a.AppendID(b)

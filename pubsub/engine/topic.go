@@ -25,9 +25,9 @@ type topic struct {
 }
 
 var (
-	_ backend.Topic         = (*topic)(nil)
-	_ backend.OwnedEnqueuer = (*topic)(nil)
-	_ pubsub.Forwarder      = (*topic)(nil)
+	_ backend.Topic        = (*topic)(nil)
+	_ pubsub.OwnedEnqueuer = (*topic)(nil)
+	_ pubsub.Forwarder     = (*topic)(nil)
 )
 
 // newHandle returns a handle on subscription sub of topic name, one that
@@ -67,7 +67,7 @@ func (t *topic) Enqueue(ctx context.Context, data []byte) error {
 }
 
 // EnqueueOwned is Enqueue of data handed over by the caller, who never
-// writes it again (backend.OwnedEnqueuer): the store may keep it uncopied.
+// writes it again (pubsub.OwnedEnqueuer): the store may keep it uncopied.
 func (t *topic) EnqueueOwned(ctx context.Context, data []byte) error {
 	_, err := t.publish(ctx, driver.Outgoing{Data: data, Owned: true})
 	return err
