@@ -61,6 +61,8 @@ func enqueueCalls(h Harness, tp pubsub.Topic, delay time.Duration) map[string]fu
 	calls := map[string]func(context.Context, string) error{
 		"Enqueue": func(ctx context.Context, d string) error { return tp.Enqueue(ctx, []byte(d)) },
 	}
+	// As, not FindSpeedup: through a wrapper without the speed-up, the
+	// backend's own EnqueueOwned is checked too.
 	if o, ok := pubsub.As[pubsub.OwnedEnqueuer](tp); ok {
 		calls["EnqueueOwned"] = func(ctx context.Context, d string) error { return o.EnqueueOwned(ctx, []byte(d)) }
 	}
