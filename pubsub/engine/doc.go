@@ -27,7 +27,11 @@
 //   - the abilities a handle reports: pubsub.As finds an optional ability
 //     on a handle only when its store has it (pubsub.Forwarder), through
 //     any number of wrappers;
-//   - hook points for instrumentation (Options.Observer).
+//   - hook points for instrumentation (Options.Observer): each enqueue
+//     with its ctx, before its header is read, and each delivery with
+//     its handling context and the outcome of its settles; the handles
+//     are then pubsub.EnqueueStarter and the messages
+//     pubsub.ContextCarrier.
 //
 // What is specific to a store (its grouping of statements, its wake-ups,
 // its fetch batching) stays in its driver.
