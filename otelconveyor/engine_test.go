@@ -2,11 +2,14 @@ package otelconveyor_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
+	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/minidriver"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -113,4 +116,55 @@ func TestWrapKeepsTheSpeedups(t *testing.T) {
 	if n, _ := value(s.metrics(t), "messaging.client.sent.messages", semconv.MessagingDestinationName("orders")); n != 1 {
 		t.Errorf("messaging.client.sent.messages = %v after one EnqueueOwned, want 1", n)
 	}
+}
+
+// TestRegisterObservesAnEngine: through Register, a backend built on the
+// engine is observed by it, not wrapped (the injector's PubSub is the
+// backend's own), and still traced: a message's process span is a child
+// of its send span, and its outcome is the engine's. A backend that is
+// not an engine (dbpubsub) is wrapped.
+func TestRegisterObservesAnEngine(t *testing.T) {
+	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
+		s := newSDK(t, otelconveyor.Options{})
+		ctx := newInjector(t, register, s)
+		ps, err := di.Resolve[pubsub.PubSub](ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, wrapped := ps.(interface{ Unwrap() pubsub.PubSub })
+		_, engine := ps.(interface{ Observed() bool })
+		if wrapped == engine {
+			t.Fatalf("the injector's PubSub is %T: wrapped %v, an engine %v; want one or the other", ps, wrapped, engine)
+		}
+		if onEngine := strings.Contains(t.Name(), "channelpubsub") || strings.Contains(t.Name(), "natspubsub"); onEngine && !engine {
+			t.Fatalf("the injector's PubSub is %T, want the engine backend's own, observed", ps)
+		}
+		tp := ps.Topic("orders")
+		t.Cleanup(func() { _ = tp.Close() })
+		dctx, cancel := context.WithTimeout(ctx, patience)
+		defer cancel()
+		if err := tp.Enqueue(dctx, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := tp.Dequeue(dctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !trace.SpanContextFromContext(pubsub.HandlingContext(dctx, m)).IsValid() {
+			t.Error("the delivery's handling context has no span")
+		}
+		if err := m.Ack(dctx); err != nil {
+			t.Fatal(err)
+		}
+		send, process := spansNamed(s.spans.Ended(), "send orders"), spansNamed(s.spans.Ended(), "process orders")
+		if len(send) != 1 || len(process) != 1 {
+			t.Fatalf("%d send and %d process spans ended, want 1 and 1", len(send), len(process))
+		}
+		if process[0].Parent().SpanID() != send[0].SpanContext().SpanID() {
+			t.Error("the process span is not a child of the send span")
+		}
+		if got := attr(process[0], "conveyor.settle.outcome"); got != otelconveyor.OutcomeAck {
+			t.Errorf("conveyor.settle.outcome = %q, want %q", got, otelconveyor.OutcomeAck)
+		}
+	})
 }

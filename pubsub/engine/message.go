@@ -166,9 +166,7 @@ func (m *message) end(ctx context.Context, s Settle, err error) error {
 	}
 	err = m.settleErr(ctx, s.Op, err)
 	if o, ok := m.Hook.(Observation); ok {
-		if err != nil {
-			s.Outcome, s.Err = NotSettled, err
-		}
+		s.Err = err
 		o.Settled(s)
 	}
 	return err

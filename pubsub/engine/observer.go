@@ -68,7 +68,7 @@ type Outcome int
 
 // The outcomes of a settle.
 const (
-	NotSettled Outcome = iota // an extension of the lease, or a settle that failed (Settle.Err)
+	NotSettled Outcome = iota // an extension of the lease
 	Acked
 	Retried // nacked or failed, and to be delivered again
 	Dead    // rejected, or failed on its last attempt
@@ -76,10 +76,12 @@ const (
 
 // Settle is one settle, or one extension of the lease, of a delivery.
 type Settle struct {
-	Op      string // "ack", "nack", "reject" or "extend lease"
+	Op string // "ack", "nack", "reject" or "extend lease"
+	// Outcome is what the settle made of the delivery, or would have
+	// made had it not failed (Err).
 	Outcome Outcome
 	Reason  error // the reason given to Fail or Reject, or nil
-	Err     error // the store's error: nothing was settled
+	Err     error // the settle's error: the store changed nothing, or cannot say
 }
 
 // Observation is an Observer's view of one delivery.

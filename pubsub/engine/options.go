@@ -35,6 +35,11 @@ type Options struct {
 	// enqueue, delivery and settle, with their contexts. The zero value
 	// observes nothing.
 	Observer Observer
+	// Observe, when set, is called by New with the PubSub before New
+	// returns it, and the Observer it returns is the engine's instead of
+	// Observer: instrumentation that reads the PubSub (its topics' Stats)
+	// attaches so. A backend's Register passes RegisteredObserver(ctx).
+	Observe func(*PubSub) Observer
 }
 
 // Resolve returns o with its defaults applied, or an error naming the
