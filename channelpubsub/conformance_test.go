@@ -47,5 +47,6 @@ func abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
 	a.OldestReady = false
 	a.FailureHook = true
+	a.Quiesce = true
 	return a
 }

@@ -24,6 +24,7 @@ type subscription struct {
 var (
 	_ driver.Subscription = (*subscription)(nil)
 	_ driver.SlotReceiver = (*subscription)(nil)
+	_ driver.Releaser     = (*subscription)(nil)
 	_ driver.DeadLetters  = (*subscription)(nil)
 	_ driver.Stater       = (*subscription)(nil)
 )
@@ -96,6 +97,15 @@ func (s *subscription) Retry(_ context.Context, d *driver.Delivery, delay time.D
 			e.coldPart().lastErr = reason
 		}
 		e.q.schedule(e, delay)
+	})
+}
+
+// Release gives d's message back, due now, its attempt uncounted
+// (driver.Releaser).
+func (s *subscription) Release(_ context.Context, d *driver.Delivery) error {
+	return settle(d, false, func(e *entry) {
+		e.attempt--
+		e.q.schedule(e, 0)
 	})
 }
 

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/conveyorgo/conveyor/pubsub"
 )
-
-var _ pubsub.AckCounter = (*Topic)(nil)
 
 // AckedSince counts the subscription's rows acked at or after since (see
 // pubsub.AckCounter), by every process on the database: the finished rows
@@ -24,24 +20,21 @@ var _ pubsub.AckCounter = (*Topic)(nil)
 // 'finished'), which is not by topic: a recent since reads the rows that
 // every topic finished since then, a since far back every finished row
 // kept.
-func (t *Topic) AckedSince(ctx context.Context, since time.Time) (int64, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) AckedSince(ctx context.Context, since time.Time) (int64, error) {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
-	ps := t.st.ps
+	ps := st.ps
 	if err := ps.Flush(ctx); err != nil {
 		return 0, err
 	}
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return 0, fmt.Errorf("dbpubsub: acks since %s of %s: %w", since.Format(time.RFC3339Nano), t.st.label(), err)
+		return 0, fmt.Errorf("since %s: %w", since.Format(time.RFC3339Nano), err)
 	}
 	var n int64
 	err := ps.db.NewRaw(`SELECT count(*) FROM ? WHERE status = 'finished' AND finished_at >= ? AND topic = ?`,
-		ps.table(), since, t.st.name).Scan(ctx, &n)
+		ps.table(), since, st.name).Scan(ctx, &n)
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: acks since %s of %s: %w", since.Format(time.RFC3339Nano), t.st.label(), err)
+		return 0, fmt.Errorf("since %s: %w", since.Format(time.RFC3339Nano), err)
 	}
 	return n, nil
 }

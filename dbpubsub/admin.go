@@ -28,33 +28,30 @@ type eventRow struct {
 }
 
 // table is the message table for bun's ModelTableExpr.
-func (ps *PubSub) table() bun.Ident { return bun.Ident(ps.opts.Table) }
+func (ps *store) table() bun.Ident { return bun.Ident(ps.opts.Table) }
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
 // death first, with the reason of their last failure.
-func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
-	ps := t.st.ps
+	ps := st.ps
 	var rows []eventRow
 	q := ps.db.NewSelect().Model(&rows).ModelTableExpr("? AS e", ps.table()).
 		Column("id", "data", "attempts", "last_error", "finished_at").ColumnExpr("headers::text AS headers").
-		Where("topic = ?", t.st.name).Where("status = ?", statusDead).
+		Where("topic = ?", st.name).Where("status = ?", statusDead).
 		Order("finished_at", "id")
 	if limit > 0 {
 		q = q.Limit(int64(limit))
 	}
 	if err := q.Scan(ctx); err != nil {
-		return nil, fmt.Errorf("dbpubsub: list dead messages of %s: %w", t.st.label(), err)
+		return nil, err
 	}
 	out := make([]pubsub.DeadMessage, len(rows))
 	for i, r := range rows {
 		out[i] = pubsub.DeadMessage{ID: strconv.FormatInt(r.ID, 10), Data: r.Data, Attempts: r.Attempts}
 		if r.Headers != "" {
-			out[i].Header = t.st.decodeHeader(r.ID, []byte(r.Headers))
+			out[i].Header = st.decodeHeader(r.ID, []byte(r.Headers))
 		}
 		if r.LastError != nil {
 			out[i].LastError = *r.LastError
@@ -69,48 +66,42 @@ func (t *Topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, 
 // RequeueDead makes the dead message id ready again with a fresh attempt
 // count. It wraps pubsub.ErrNotFound when id is not a dead message of the
 // topic, and pubsub.ErrInvalidID too when id cannot be a message ID.
-func (t *Topic) RequeueDead(ctx context.Context, id string) error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) RequeueDead(ctx context.Context, id string) error {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("dbpubsub: requeue %q on %s: %w (%w)", id, t.st.label(), pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
 	}
-	count, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
+	count, err := st.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
 	if err != nil {
-		return fmt.Errorf("dbpubsub: requeue %q on %s: %w", id, t.st.label(), err)
+		return err
 	}
 	if count == 0 {
-		return fmt.Errorf("dbpubsub: requeue %q on %s: no dead message with that ID: %w", id, t.st.label(), pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
 	}
 	return nil
 }
 
 // RequeueAllDead makes every dead message of the topic ready again and
 // says how many.
-func (t *Topic) RequeueAllDead(ctx context.Context) (int, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) RequeueAllDead(ctx context.Context) (int, error) {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
-	n, err := t.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q })
+	n, err := st.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q })
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: requeue dead messages of %s: %w", t.st.label(), err)
+		return 0, err
 	}
 	return n, nil
 }
 
 // requeue makes the dead rows of the topic that where selects ready, and
 // notifies the topic's consumers in the same transaction.
-func (t *Topic) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.UpdateQuery) (int, error) {
-	ps := t.st.ps
-	ch, err := t.st.channel(ctx)
+func (st *topicState) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.UpdateQuery) (int, error) {
+	ps := st.ps
+	ch, err := st.channel(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: requeue dead messages of %s: %w", t.st.label(), err)
+		return 0, err
 	}
 	var n int64
 	err = ps.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -120,7 +111,7 @@ func (t *Topic) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.U
 			Set("last_error = NULL").
 			Set("finished_at = NULL").
 			Set("run_at = now()").
-			Where("topic = ?", t.st.name).Where("status = ?", statusDead)
+			Where("topic = ?", st.name).Where("status = ?", statusDead)
 		res, err := where(q).Exec(ctx)
 		if err != nil {
 			return err
@@ -135,28 +126,25 @@ func (t *Topic) requeue(ctx context.Context, where func(*bun.UpdateQuery) *bun.U
 		return 0, err
 	}
 	if n > 0 {
-		t.st.wake()
+		st.wake()
 	}
 	return int(n), nil
 }
 
 // PurgeDead deletes every dead message of the topic for good and says how
 // many.
-func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) PurgeDead(ctx context.Context) (int, error) {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
-	ps := t.st.ps
+	ps := st.ps
 	res, err := ps.db.NewDelete().TableExpr("?", ps.table()).
-		Where("topic = ?", t.st.name).Where("status = ?", statusDead).Exec(ctx)
+		Where("topic = ?", st.name).Where("status = ?", statusDead).Exec(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: purge dead messages of %s: %w", t.st.label(), err)
+		return 0, err
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("dbpubsub: purge dead messages of %s: %w", t.st.label(), err)
+		return 0, err
 	}
 	return int(n), nil
 }
@@ -165,19 +153,16 @@ func (t *Topic) PurgeDead(ctx context.Context) (int, error) {
 // rows claimed by a PubSub for its waiting consumers count as processing.
 // Finished rows not yet pruned are not counted. The acks this PubSub
 // queued before the call (see Options.ConfirmAck) are written first.
-func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
-	if err := t.check(); err != nil {
-		return pubsub.Stats{}, err
-	}
-	ctx, cancel := t.st.ps.stmtCtx(ctx)
+func (st *topicState) Stats(ctx context.Context) (pubsub.Stats, error) {
+	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
-	ps := t.st.ps
+	ps := st.ps
 	if err := ps.Flush(ctx); err != nil {
 		return pubsub.Stats{}, err
 	}
-	m, err := t.st.lookup(ctx)
+	m, err := st.lookup(ctx)
 	if err != nil {
-		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of %s: %w", t.st.label(), err)
+		return pubsub.Stats{}, err
 	}
 	var r struct {
 		Ready, Scheduled, Processing, Dead int64
@@ -188,7 +173,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 	// messages are the rows of the topic's ready table and the message
 	// table's due pending ones; the ready table's oldest is its first by
 	// id.
-	tbl, rdy, name := ps.table(), bun.Safe(m.ready), t.st.name
+	tbl, rdy, name := ps.table(), bun.Safe(m.ready), st.name
 	err = ps.db.NewRaw(`SELECT
 		(SELECT count(*) FROM ? WHERE topic = ? AND status = 'pending' AND run_at <= now()) +
 			(SELECT count(*) FROM ?),
@@ -201,7 +186,7 @@ func (t *Topic) Stats(ctx context.Context) (pubsub.Stats, error) {
 		tbl, name, rdy, tbl, name, tbl, name, tbl, name, tbl, name, rdy).
 		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
 	if err != nil {
-		return pubsub.Stats{}, fmt.Errorf("dbpubsub: stats of %s: %w", t.st.label(), err)
+		return pubsub.Stats{}, err
 	}
 	return pubsub.Stats{
 		Ready:       r.Ready,

@@ -15,18 +15,19 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Every enqueue of a Topic: its entry points, the write contract they keep,
+// Every enqueue of a handle: its entry points, the write contract they keep,
 // and the grouping of concurrent calls into shared statements.
 //
-// Outside a caller's transaction, the enqueues a Topic handle is asked for
+// Outside a caller's transaction, the enqueues a handle is asked for
 // concurrently share statements: up to enqueueStatements statements of a
 // handle are in flight at once; a call that finds them busy queues its
 // rows, and the next call to run a statement (its leader) takes the queued
 // rows along: one INSERT, one commit and one round trip for many calls. A
 // call that finds a statement free runs its own at once. Each call keeps
-// the write contract (PubSub.write): a leader takes a connection with its
+// the write contract (store.write): a leader takes a connection with its
 // own ctx before it takes the queued rows, so a queued call whose ctx ends
 // before a leader takes it returns ctx's error and added nothing; once
 // taken, it returns the statement's outcome, which is the truth for all its
@@ -61,73 +62,107 @@ const (
 // MaxUniqueKeyLen is the longest key EnqueueUnique accepts, in bytes.
 const MaxUniqueKeyLen = pubsub.MaxKeyLen
 
-// Enqueue adds a copy of data, ready at once. It returns when the row is
-// committed (or, in a caller's transaction, written in it).
+// publisher is the store's side of one topic handle (driver.Topic): its
+// publishes, and the grouping of its concurrent enqueues. The engine has
+// checked the handle, the payloads' sizes, the header and the key.
 //
-// If ctx ends before the statement is sent, Enqueue returns ctx's error
-// and added nothing; after, it returns then with ctx's error wrapping
-// ErrOutcomeUnknown, and the statement goes on (up to
+// An enqueue returns when its rows are committed (or, in a caller's
+// transaction, written in it). If ctx ends before the statement is sent,
+// it returns ctx's error and added nothing; after, it returns then with
+// ctx's error wrapping ErrOutcomeUnknown, and the statement goes on (up to
 // Options.StatementTimeout) for the calls that share it. That error, or
 // another after the statement was sent (the connection lost, the reply
 // never read, the PubSub closed), can hide a commit: the message may be
-// stored although Enqueue failed, and one lost reply fails every call of
-// the group that shared the statement. A producer that retries such an
+// stored although the enqueue failed, and one lost reply fails every call
+// of the group that shared the statement. A producer that retries such an
 // error must retry idempotently: EnqueueUnique with a key of its own, or,
 // with events, a consumer that claims the event's ID (pubsub.Claim,
 // event.Claim) so that a second copy makes no second effect.
-func (t *Topic) Enqueue(ctx context.Context, data []byte) error {
-	return t.enqueue(ctx, data, time.Time{})
+//
+// EnqueueAt delivers no earlier than its time by the database's clock.
+// EnqueueBatch adds every item in one statement: all or none.
+// EnqueueUnique adds nothing while the topic keeps a message enqueued
+// under its key: ready, scheduled, processing, dead, or finished and not
+// yet pruned (Options.Retention); concurrent calls with one key, from any
+// process, add one message. With subscriptions, each subscription that
+// does not keep the key gets a copy, and it reports whether one did.
+type publisher struct {
+	pub *topicState // the topic's default subscription, which routes its publishes
+	enq enqGroup    // enqueues sharing statements
 }
 
-// EnqueueAt adds a copy of data, to be delivered no earlier than at (by the
-// database's clock).
-func (t *Topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
-	return t.enqueue(ctx, data, at)
+var (
+	_ driver.Topic          = (*publisher)(nil)
+	_ driver.BatchPublisher = (*publisher)(nil)
+)
+
+// Subscription returns the state of subscription name of the topic: the
+// consumer side of a handle (receive.go).
+func (p *publisher) Subscription(name string) driver.Subscription {
+	return p.pub.ps.state(p.pub.topic, name)
 }
 
-// EnqueueBatch adds a copy of every item of data in one statement: all or
-// none.
-func (t *Topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
-	c, err := t.open(ctx, "batch enqueue", data, true)
-	if err != nil || len(c.data) == 0 {
+// Publish adds m to every subscription of the topic.
+func (p *publisher) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoing) (bool, error) {
+	data := m.Data
+	if data == nil {
+		data = []byte{} // NULL is not a payload
+	}
+	c, err := p.open(ctx, [][]byte{data}, m.Header, m.Tx)
+	if err != nil {
+		return false, err
+	}
+	defer c.close()
+	if m.Key != "" {
+		added, err := p.unique(ctx, c, m.Key)
+		return added, ctxErr(ctx, err)
+	}
+	return true, ctxErr(ctx, p.enqueue(ctx, c, m.At))
+}
+
+// PublishBatch adds every message of b in one statement, in order.
+func (p *publisher) PublishBatch(ctx context.Context, _ <-chan struct{}, b driver.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(b.Data) == 0 {
+		return nil
+	}
+	data := make([][]byte, len(b.Data))
+	size := 0
+	for i, d := range b.Data {
+		if data[i] = d; d == nil {
+			data[i] = []byte{} // NULL is not a payload
+		}
+		size += len(d)
+	}
+	if max := p.pub.ps.opts.MaxBatchSize; len(data) > 1 && size > max {
+		return fmt.Errorf("batch of %d items: %d bytes, over Options.MaxBatchSize (%d): %w", len(data), size, max, pubsub.ErrTooLarge)
+	}
+	c, err := p.open(ctx, data, b.Header, b.Tx)
+	if err != nil {
 		return err
 	}
 	defer c.close()
 	if c.idb == nil {
-		err = t.insert(ctx, c.req(time.Time{}))
+		err = p.insert(ctx, c.req(time.Time{}))
 	} else {
 		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
 			if rt.own != nil {
 				return affected(ex.ExecContext(ctx, rt.own.many(len(c.data), true), rt.names[0], c.data, rt.own.ch, rt.version, c.headers()))
 			}
-			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
+			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), p.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
 		})
 	}
-	return c.fail(ctx, err)
+	return ctxErr(ctx, err)
 }
 
-// EnqueueUnique adds a copy of data unless the topic keeps a message
-// enqueued under key: ready, scheduled, processing, dead, or finished and
-// not yet pruned (Options.Retention). It reports whether data was added.
-// Concurrent calls with one key, from any process, add one message. The
-// key is 1 to MaxUniqueKeyLen bytes of UTF-8 without NUL (else an error
-// wrapping pubsub.ErrInvalidKey). With subscriptions, each subscription
-// that does not keep key gets a copy, and it reports whether one did.
-func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
-	if err := t.check(); err != nil {
-		return false, err
-	}
-	if err := pubsub.ValidateKey(key); err != nil {
-		return false, fmt.Errorf("dbpubsub: unique enqueue on %s: %w", t.pub.label(), err)
-	}
-	c, err := t.open(ctx, "unique enqueue", [][]byte{data}, false)
-	if err != nil {
-		return false, err
-	}
-	defer c.close()
-	stmts := &t.pub.ps.stmts
+// unique adds c's message under key unless the topic keeps one, and
+// reports whether it did.
+func (p *publisher) unique(ctx context.Context, c *enqueueCall, key string) (bool, error) {
+	stmts := &p.pub.ps.stmts
 	added := false
-	err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
+	err := c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
 		var ok bool
 		if rt.own != nil {
 			var id sql.NullInt64
@@ -137,13 +172,13 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 			return ok, err
 		}
 		var n int64
-		err := ex.QueryRowContext(ctx, stmts.fanUnique, t.pub.topic, rt.version, rt.names, c.data[0], key, c.inStatementAll(rt),
+		err := ex.QueryRowContext(ctx, stmts.fanUnique, p.pub.topic, rt.version, rt.names, c.data[0], key, c.inStatementAll(rt),
 			headerArg(c.header)).Scan(&ok, &n)
 		added = n > 0
 		return ok, err
 	})
 	if err != nil {
-		return false, c.fail(ctx, err)
+		return false, err
 	}
 	if added && c.idb == nil {
 		c.rt.committed()
@@ -151,35 +186,28 @@ func (t *Topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	return added, nil
 }
 
-func (t *Topic) enqueue(ctx context.Context, data []byte, at time.Time) error {
-	c, err := t.open(ctx, "enqueue", [][]byte{data}, false)
-	if err != nil {
-		return err
-	}
-	defer c.close()
+// enqueue adds c's message, due at at (zero: now).
+func (p *publisher) enqueue(ctx context.Context, c *enqueueCall, at time.Time) error {
 	if c.idb == nil {
-		err = t.insert(ctx, c.req(at))
-	} else {
-		stmts := &t.pub.ps.stmts
-		err = c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
-			switch {
-			case rt.own != nil && at.IsZero():
-				return affected(ex.ExecContext(ctx, rt.own.stmts.enqueue, rt.names[0], c.data[0], rt.own.ch, rt.version, headerArg(c.header)))
-			case rt.own != nil:
-				return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version, headerArg(c.header)))
-			case at.IsZero():
-				return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), t.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
-			}
-			return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans, c.headers()))
-		})
+		return p.insert(ctx, c.req(at))
 	}
-	return c.fail(ctx, err)
+	stmts := &p.pub.ps.stmts
+	return c.publish(ctx, func(ctx context.Context, ex execer, rt *route) (bool, error) {
+		switch {
+		case rt.own != nil && at.IsZero():
+			return affected(ex.ExecContext(ctx, rt.own.stmts.enqueue, rt.names[0], c.data[0], rt.own.ch, rt.version, headerArg(c.header)))
+		case rt.own != nil:
+			return affected(ex.ExecContext(ctx, stmts.enqueueAt, rt.names[0], c.data[0], at, rt.own.ch, rt.version, headerArg(c.header)))
+		case at.IsZero():
+			return affected(ex.ExecContext(ctx, rt.fanNowFor(len(c.data)), p.pub.topic, rt.version, rt.names, c.data, rt.chans, c.headers()))
+		}
+		return affected(ex.ExecContext(ctx, stmts.fanAt, p.pub.topic, rt.version, rt.names, c.data, []time.Time{at}, rt.chans, c.headers()))
+	})
 }
 
-// enqueueCall is one enqueue past the checks every entry point makes.
+// enqueueCall is one enqueue on its way to its statement.
 type enqueueCall struct {
-	t      *Topic
-	op     string
+	p      *publisher
 	data   [][]byte // the payloads, none nil (NULL is not a payload)
 	size   int      // bytes of data
 	header string   // the header of every row, as a JSON object; "" if none (see headerJSON)
@@ -188,56 +216,33 @@ type enqueueCall struct {
 	ex     execer   // the database/sql handle of idb
 }
 
-// open makes the checks every enqueue makes, in order: the handle, the
-// payloads' sizes (an item of a batch is named by its index), the header
-// ctx asks for, ctx, the caller's transaction, the topic's route (whose
-// look-up creates the ready table on first use), and the PubSub being
-// open. The caller closes a call it got.
-func (t *Topic) open(ctx context.Context, op string, data [][]byte, batch bool) (*enqueueCall, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	st := t.pub
-	c := &enqueueCall{t: t, op: op, data: make([][]byte, len(data))}
-	for i, d := range data {
-		if err := pubsub.CheckSize(d, st.ps.opts.MaxDataSize); err != nil {
-			if batch {
-				return nil, fmt.Errorf("dbpubsub: batch item %d on %s: %w", i, st.label(), err)
-			}
-			return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
-		}
-		if d == nil {
-			d = []byte{}
-		}
-		c.data[i], c.size = d, c.size+len(d)
-	}
-	if batch && len(c.data) > 1 && c.size > st.ps.opts.MaxBatchSize {
-		return nil, fmt.Errorf("dbpubsub: batch of %d items on %s: %d bytes, over Options.MaxBatchSize (%d): %w",
-			len(c.data), st.label(), c.size, st.ps.opts.MaxBatchSize, pubsub.ErrTooLarge)
-	}
-	var err error
-	if c.header, err = headerJSON(ctx); err != nil {
-		return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
+// open begins an enqueue of data with header h in tx (nil: none): it
+// checks ctx and the caller's transaction, reads the topic's route (whose
+// look-up creates the ready table on first use), and checks that the
+// store is open. The caller closes a call it got.
+func (p *publisher) open(ctx context.Context, data [][]byte, h pubsub.Header, tx any) (*enqueueCall, error) {
+	st := p.pub
+	c := &enqueueCall{p: p, data: data, header: headerJSON(h)}
+	for _, d := range data {
+		c.size += len(d)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(c.data) == 0 {
-		return c, nil
-	}
-	if c.idb, c.ex, err = txFrom(ctx); err != nil {
+	var err error
+	if c.idb, c.ex, err = txOf(tx); err != nil {
 		return nil, err
 	}
 	if c.rt, err = st.route(ctx); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err))
+		return nil, ctxErr(ctx, err)
 	}
 	if err := st.ps.begin(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: %s on %s: %w", op, st.label(), err)
+		return nil, err
 	}
 	return c, nil
 }
 
-func (c *enqueueCall) close() { c.t.pub.ps.end() }
+func (c *enqueueCall) close() { c.p.pub.ps.end() }
 
 // req returns the call's rows, to run at at (zero: now), for the grouped
 // statements outside a caller's transaction.
@@ -258,17 +263,15 @@ func (c *enqueueCall) headers() any {
 	return hs
 }
 
-// headerJSON returns the header ctx asks for (pubsub.WithHeader) as the
-// JSON object the headers column keeps (migration 0007), "" when there is
-// none: its rows' headers are then NULL. The error wraps
-// pubsub.ErrInvalidHeader.
-func headerJSON(ctx context.Context) (string, error) {
-	h, err := pubsub.HeaderFrom(ctx)
-	if err != nil || h == nil {
-		return "", err
+// headerJSON returns h as the JSON object the headers column keeps
+// (migration 0007), "" when there is none: its rows' headers are then
+// NULL.
+func headerJSON(h pubsub.Header) string {
+	if h == nil {
+		return ""
 	}
-	b, err := json.Marshal(h) // a map of strings, valid UTF-8: never fails
-	return string(b), err
+	b, _ := json.Marshal(h) // a map of strings, valid UTF-8: never fails
+	return string(b)
 }
 
 // headerArg is the headers parameter of a statement's one row: NULL for
@@ -303,20 +306,20 @@ func headerArgs(group []*enqReq, rows int) any {
 
 // publish runs f, one publish statement on the call's route, in the
 // caller's transaction, or on the pool when there is none (see
-// PubSub.write). f reports whether the route was current (the statement's
+// store.write). f reports whether the route was current (the statement's
 // guard): when it was not, nothing was written, and f runs again on the
 // route read anew, in the same transaction.
 func (c *enqueueCall) publish(ctx context.Context, f func(context.Context, execer, *route) (bool, error)) error {
 	ex, own := c.ex, c.idb == nil
 	if own {
-		ex = c.t.pub.ps.sqldb
+		ex = c.p.pub.ps.sqldb
 	}
-	return c.t.pub.ps.enqWrite(ctx, ex, func(ctx context.Context, ex execer) (err error) {
+	return c.p.pub.ps.enqWrite(ctx, ex, func(ctx context.Context, ex execer) (err error) {
 		meta := ex // the connection write holds (see reroute)
 		if !own {
-			meta = c.t.pub.ps.sqldb
+			meta = c.p.pub.ps.sqldb
 		}
-		c.rt, err = c.t.pub.onRoute(ctx, ex, meta, c.rt, func(rt *route) (bool, error) { return f(ctx, ex, rt) })
+		c.rt, err = c.p.pub.onRoute(ctx, ex, meta, c.rt, func(rt *route) (bool, error) { return f(ctx, ex, rt) })
 		return err
 	})
 }
@@ -349,17 +352,6 @@ func (c *enqueueCall) inStatementAll(rt *route) []string {
 	return []string{}
 }
 
-// fail wraps err, if any, with the call's context.
-func (c *enqueueCall) fail(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if len(c.data) > 1 {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s of %d on %s: %w", c.op, len(c.data), c.t.pub.label(), err))
-	}
-	return ctxErr(ctx, fmt.Errorf("dbpubsub: %s on %s: %w", c.op, c.t.pub.label(), err))
-}
-
 // execer is what the hot path runs its constant SQL on: *sql.DB, *sql.Tx
 // or *sql.Conn (not bun's wrappers, which render arguments into the text).
 type execer interface {
@@ -376,7 +368,7 @@ type execer interface {
 // not the statement: giving up early could report a failure for a row that
 // was committed. The inbox's claims use it; enqueues use enqWrite, which
 // returns when ctx ends (in doubt).
-func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+func (ps *store) write(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	if db, ok := ex.(*sql.DB); ok {
 		cctx, cancel := ps.stmtCtx(ctx)
 		conn, err := db.Conn(cctx)
@@ -403,7 +395,7 @@ func (ps *PubSub) write(ctx context.Context, ex execer, f func(context.Context, 
 // with ctx's error wrapping ErrOutcomeUnknown (see inDoubt), while the
 // statement goes on, up to Options.StatementTimeout, on a goroutine of
 // its own: one is started only for a ctx that can end.
-func (ps *PubSub) enqWrite(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
+func (ps *store) enqWrite(ctx context.Context, ex execer, f func(context.Context, execer) error) error {
 	db, own := ex.(*sql.DB)
 	if !own {
 		if err := ctx.Err(); err != nil {
@@ -510,15 +502,15 @@ type enqGroup struct {
 // insert adds r's rows to the topic, sharing a statement with concurrent
 // calls on t, and returns once they are committed (nil) or not added (an
 // error).
-func (t *Topic) insert(ctx context.Context, r *enqReq) error {
+func (p *publisher) insert(ctx context.Context, r *enqReq) error {
 	if len(r.data) > maxCallRows || r.size > maxGroupBytes {
-		ps := t.pub.ps
-		rt, err := t.pub.route(ctx) // before the connection: see lead
+		ps := p.pub.ps
+		rt, err := p.pub.route(ctx) // before the connection: see lead
 		if err != nil {
 			return err
 		}
 		err = ps.enqWrite(ctx, ps.sqldb, func(ctx context.Context, ex execer) (err error) {
-			rt, err = t.insertRows(ctx, ex, rt, []*enqReq{r})
+			rt, err = p.insertRows(ctx, ex, rt, []*enqReq{r})
 			if err == nil {
 				rt.committed()
 			}
@@ -526,14 +518,14 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 		})
 		return err
 	}
-	g := &t.enq
+	g := &p.enq
 	g.mu.Lock()
 	g.calls++
 	defer g.left()
 	if g.leaders < enqueueStatements {
 		g.leaders++
 		g.mu.Unlock()
-		return t.lead(ctx, r)
+		return p.lead(ctx, r)
 	}
 	r.ready = make(chan struct{}, 1)
 	g.queue = append(g.queue, r)
@@ -556,7 +548,7 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 		return ctx.Err()
 	case enqLeading:
 		g.mu.Unlock()
-		return t.lead(ctx, r)
+		return p.lead(ctx, r)
 	case enqTaken: // ctx ended first: the statement goes on without this call
 		g.mu.Unlock()
 		select {
@@ -580,14 +572,14 @@ func (t *Topic) insert(ctx context.Context, r *enqReq) error {
 // statement is read on that connection (reroute). A leader holding a
 // connection while it waited for a second one could, with as many leaders
 // as the pool has connections, hold them all until StatementTimeout.
-func (t *Topic) lead(ctx context.Context, r *enqReq) error {
-	ps := t.pub.ps
-	rt, err := t.pub.route(ctx)
+func (p *publisher) lead(ctx context.Context, r *enqReq) error {
+	ps := p.pub.ps
+	rt, err := p.pub.route(ctx)
 	if err != nil {
-		t.enq.handOff()
+		p.enq.handOff()
 		return err
 	}
-	t.enq.gather(ctx)
+	p.enq.gather(ctx)
 	cctx, cancel := ps.stmtCtx(ctx)
 	conn, err := ps.sqldb.Conn(cctx)
 	cancel()
@@ -596,19 +588,19 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		t.enq.handOff()
+		p.enq.handOff()
 		return ps.closedErr(err)
 	}
-	group := t.enq.take(r)
+	group := p.enq.take(r)
 	if ctx.Done() == nil {
-		t.run(ctx, conn, rt, group)
+		p.run(ctx, conn, rt, group)
 		return r.err
 	}
 	// The statement goes on, for the group's other calls, if r's ctx
 	// ends: it runs on a goroutine of its own, and r awaits it as a
 	// queued call does.
 	r.ready = make(chan struct{}, 1)
-	go t.run(ctx, conn, rt, group)
+	go p.run(ctx, conn, rt, group)
 	select {
 	case <-r.ready:
 		return r.err
@@ -625,10 +617,10 @@ func (t *Topic) lead(ctx context.Context, r *enqReq) error {
 // run runs the statement of group, whose first call is the leader's, on
 // conn, then closes conn, tells the calls their outcome and hands the
 // leader's place on.
-func (t *Topic) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enqReq) {
-	ps := t.pub.ps
+func (p *publisher) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enqReq) {
+	ps := p.pub.ps
 	sctx, cancel := ps.stmtCtx(context.WithoutCancel(ctx))
-	rt, err := t.insertRows(sctx, conn, rt, group)
+	rt, err := p.insertRows(sctx, conn, rt, group)
 	err = ps.closedErr(err)
 	for _, q := range group {
 		q.err = err
@@ -638,7 +630,7 @@ func (t *Topic) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enq
 		// not fail the others: each call tries again alone.
 		for _, q := range group {
 			var qrt *route
-			if qrt, q.err = t.insertRows(sctx, conn, rt, []*enqReq{q}); q.err == nil {
+			if qrt, q.err = p.insertRows(sctx, conn, rt, []*enqReq{q}); q.err == nil {
 				rt = qrt
 			}
 		}
@@ -652,11 +644,11 @@ func (t *Topic) run(ctx context.Context, conn *sql.Conn, rt *route, group []*enq
 		}
 	}
 	if group[0].ready != nil {
-		t.enq.finish(group)
+		p.enq.finish(group)
 	} else {
-		t.enq.finish(group[1:])
+		p.enq.finish(group[1:])
 	}
-	t.enq.handOff()
+	p.enq.handOff()
 }
 
 // left counts a grouped call's return from insert.
@@ -768,22 +760,22 @@ func (g *enqGroup) handOff() {
 // while it changes (see enqueueCall.publish); it returns the route used.
 // (Why INSERT … unnest rather than COPY, and [][]byte rather than
 // pgtype.FlatArray: docs/design/dbpubsub.md, "Enqueue".)
-func (t *Topic) insertRows(ctx context.Context, ex execer, rt *route, group []*enqReq) (*route, error) {
+func (p *publisher) insertRows(ctx context.Context, ex execer, rt *route, group []*enqReq) (*route, error) {
 	if rt == nil { // after a failed statement of lead's: the route kept now, else read on ex
-		if rt = t.pub.rt.Load(); rt == nil {
+		if rt = p.pub.rt.Load(); rt == nil {
 			var err error
-			if rt, err = t.pub.reroute(ctx, ex, ex); err != nil {
+			if rt, err = p.pub.reroute(ctx, ex, ex); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return t.pub.onRoute(ctx, ex, ex, rt, func(rt *route) (bool, error) { return t.insertOn(ctx, ex, rt, group) })
+	return p.pub.onRoute(ctx, ex, ex, rt, func(rt *route) (bool, error) { return p.insertOn(ctx, ex, rt, group) })
 }
 
 // insertOn runs insertRows's statement on rt and reports whether rt was
 // current.
-func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enqReq) (bool, error) {
-	stmts := &t.pub.ps.stmts
+func (p *publisher) insertOn(ctx context.Context, ex execer, rt *route, group []*enqReq) (bool, error) {
+	stmts := &p.pub.ps.stmts
 	rows, delayed := 0, false
 	for _, q := range group {
 		rows += len(q.data)
@@ -819,7 +811,7 @@ func (t *Topic) insertOn(ctx context.Context, ex execer, rt *route, group []*enq
 	case rt.own != nil:
 		return affected(ex.ExecContext(ctx, rt.own.many(rows, false), rt.names[0], data, rt.version, headers))
 	case delayed:
-		return affected(ex.ExecContext(ctx, stmts.fanAt, t.pub.topic, rt.version, rt.names, data, at, []string{}, headers))
+		return affected(ex.ExecContext(ctx, stmts.fanAt, p.pub.topic, rt.version, rt.names, data, at, []string{}, headers))
 	}
-	return affected(ex.ExecContext(ctx, rt.fanNowFor(rows), t.pub.topic, rt.version, rt.names, data, []string{}, headers))
+	return affected(ex.ExecContext(ctx, rt.fanNowFor(rows), p.pub.topic, rt.version, rt.names, data, []string{}, headers))
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // groupFixture is a topic whose group statements the test holds up: while
@@ -24,7 +26,40 @@ type groupFixture struct {
 	t   *testing.T
 	ctx context.Context
 	db  *bun.DB
-	tp  *Topic
+	tp  groupTopic
+}
+
+// groupTopic enqueues through one publisher, the store's side of a
+// handle, whose group the test holds up; the header and the transaction
+// come from ctx, as the engine gives them.
+type groupTopic struct{ *publisher }
+
+func out(ctx context.Context, data []byte) driver.Outgoing {
+	h, _ := pubsub.HeaderFrom(ctx)
+	return driver.Outgoing{Data: data, Header: h, Tx: pubsub.TxFrom(ctx)}
+}
+
+func (t groupTopic) Enqueue(ctx context.Context, data []byte) error {
+	_, err := t.Publish(ctx, nil, out(ctx, data))
+	return err
+}
+
+func (t groupTopic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error {
+	m := out(ctx, data)
+	m.At = at
+	_, err := t.Publish(ctx, nil, m)
+	return err
+}
+
+func (t groupTopic) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {
+	m := out(ctx, data)
+	m.Key = key
+	return t.Publish(ctx, nil, m)
+}
+
+func (t groupTopic) EnqueueBatch(ctx context.Context, data [][]byte) error {
+	m := out(ctx, nil)
+	return t.PublishBatch(ctx, nil, driver.Batch{Data: data, Header: m.Header, Tx: m.Tx})
 }
 
 func newGroupFixture(t *testing.T) *groupFixture {
@@ -39,7 +74,7 @@ func newGroupFixture(t *testing.T) *groupFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ps.Close() })
-	f := &groupFixture{t: t, ctx: ctx, db: db, tp: ps.topic("group")}
+	f := &groupFixture{t: t, ctx: ctx, db: db, tp: groupTopic{ps.s.Topic("group").(*publisher)}}
 	if err := f.tp.Enqueue(ctx, []byte("warm-up")); err != nil { // looks the table up
 		t.Fatal(err)
 	}
@@ -49,7 +84,7 @@ func newGroupFixture(t *testing.T) *groupFixture {
 // readyTable is the name of the fixture topic's ready table.
 func (f *groupFixture) readyTable() string {
 	f.t.Helper()
-	m, err := f.tp.st.lookup(f.ctx)
+	m, err := f.tp.pub.lookup(f.ctx)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -289,7 +324,7 @@ func TestEnqueueBatchStatementTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ps.Close() })
-	f := &groupFixture{t: t, ctx: ctx, db: db, tp: ps.topic("group")}
+	f := &groupFixture{t: t, ctx: ctx, db: db, tp: groupTopic{ps.s.Topic("group").(*publisher)}}
 	f.exec(`CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(4); RETURN NULL; END $$`)
 	f.exec(`CREATE TRIGGER slow BEFORE INSERT ON ` + f.readyTable() + ` FOR EACH STATEMENT EXECUTE FUNCTION slow()`)
 

@@ -338,14 +338,15 @@ func (st *topicState) nextRunAt() (time.Time, bool, error) {
 	return next.Time, next.Valid, nil
 }
 
-// handOut turns a claimed row into a delivery for the caller. A row that
-// waited long in the buffer has its lease renewed first; nil means the row
-// was lost meanwhile (its lease ran out and it went to someone else).
-func (st *topicState) handOut(ctx context.Context, d *delivery) *message {
+// handOut makes a claimed row the caller's delivery and reports whether
+// it could. A row that waited long in the buffer has its lease renewed
+// first; false means the row was lost meanwhile (its lease ran out and it
+// went to someone else).
+func (st *topicState) handOut(ctx context.Context, d *delivery) bool {
 	ps := st.ps
 	if time.Since(d.leased) > ps.opts.Lease/4 {
 		if err := ps.begin(); err != nil {
-			return nil
+			return false
 		}
 		sctx, cancel := ps.stmtCtx(ctx)
 		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, d.id, d.token, ps.opts.Lease.Microseconds())
@@ -354,14 +355,15 @@ func (st *topicState) handOut(ctx context.Context, d *delivery) *message {
 		if err != nil {
 			// Give it back rather than leave it leased to nobody.
 			st.release([]*delivery{d})
-			return nil
+			return false
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
+			return false
 		}
 		d.leased = time.Now()
 	}
-	return &message{st: st, d: d}
+	d.fill()
+	return true
 }
 
 // renewBuffered renews the leases of the buffered rows that have used a

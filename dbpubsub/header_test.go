@@ -16,6 +16,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // storedHeaders returns, for each row of the queues of topic "group" (the
@@ -54,7 +55,7 @@ var routes = map[string]func(f *groupFixture) []string{
 	"OwnRoute": func(*groupFixture) []string { return []string{"group"} },
 	"FanOut": func(f *groupFixture) []string {
 		for _, sub := range []string{"a", "b"} {
-			if _, err := f.tp.st.ps.Subscribe(f.ctx, "group", sub); err != nil {
+			if err := f.tp.pub.ps.Subscribe(f.ctx, "group", sub, driver.SubscriptionConfig{}); err != nil {
 				f.t.Fatal(err)
 			}
 		}

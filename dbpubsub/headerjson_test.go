@@ -123,5 +123,5 @@ func BenchmarkDecodeHeader(b *testing.B) {
 // testTopicState is a topic's state that logs nowhere, enough for
 // decodeHeader.
 func testTopicState() *topicState {
-	return &topicState{ps: &PubSub{opts: Options{Logger: slog.New(slog.DiscardHandler)}}, name: "t"}
+	return &topicState{ps: &store{opts: Options{Logger: slog.New(slog.DiscardHandler)}}, name: "t"}
 }

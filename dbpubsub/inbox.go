@@ -14,15 +14,8 @@ import (
 // committed at once, and release deletes it. Claims are pruned after
 // Options.Retention, like finished messages: a redelivery later than that
 // claims anew.
-func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
-	if err := t.check(); err != nil {
-		return false, nil, err
-	}
-	st := t.st
-	if err := pubsub.ValidateKey(key); err != nil {
-		return false, nil, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
-	}
-	idb, ex, err := txFrom(ctx)
+func (st *topicState) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
+	idb, ex, err := txOf(pubsub.TxFrom(ctx))
 	if err != nil {
 		return false, nil, err
 	}
@@ -31,7 +24,7 @@ func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Conte
 	}
 	ps := st.ps
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return false, nil, fmt.Errorf("dbpubsub: claim %q on %s: %w", key, st.label(), err)
+		return false, nil, fmt.Errorf("claim %q: %w", key, err)
 	}
 	if idb == nil {
 		ex = ps.sqldb
@@ -45,7 +38,7 @@ func (t *Topic) Claim(ctx context.Context, key string) (bool, func(context.Conte
 		return err
 	})
 	if err != nil {
-		return false, nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, fmt.Sprintf("claim %q on %s", key, st.label()))))
+		return false, nil, ctxErr(ctx, notMigrated(ps, err, fmt.Sprintf("claim %q", key)))
 	}
 	release := func(context.Context) error { return nil }
 	if idb == nil && n == 1 {

@@ -28,21 +28,14 @@ import (
 // Rows claimed by a process for its consumers (buffered, see fetcher.go)
 // are processing: Cancel refuses them, as it refuses a delivery in hand.
 
-var (
-	_ pubsub.TopicLister = (*PubSub)(nil)
-	_ pubsub.Peeker      = (*Topic)(nil)
-	_ pubsub.Canceler    = (*Topic)(nil)
-	_ pubsub.DeadDeleter = (*Topic)(nil)
-)
-
 // Topics returns every topic the database keeps (each that was used
 // through dbpubsub: it has a ready table), with its subscriptions.
-func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	if ps.closing() {
-		return nil, fmt.Errorf("dbpubsub: list topics: %w", pubsub.ErrClosed)
+		return nil, pubsub.ErrClosed
 	}
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return nil, fmt.Errorf("dbpubsub: list topics: %w", err)
+		return nil, err
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
@@ -53,7 +46,7 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 		quoteIdent(ps.opts.Table+"_topics"), quoteIdent(ps.opts.Table+"_subscriptions"))
 	rows, err := ps.sqldb.QueryContext(sctx, q)
 	if err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, "list topics")))
+		return nil, ctxErr(ctx, notMigrated(ps, err, "list topics"))
 	}
 	defer rows.Close()
 	subs := map[string][]string{}
@@ -61,7 +54,7 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 		var topic string
 		var sub sql.NullString
 		if err := rows.Scan(&topic, &sub); err != nil {
-			return nil, fmt.Errorf("dbpubsub: list topics: %w", err)
+			return nil, err
 		}
 		if sub.Valid {
 			subs[topic] = append(subs[topic], sub.String)
@@ -70,7 +63,7 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: list topics: %w", err))
+		return nil, ctxErr(ctx, err)
 	}
 	out := make([]pubsub.TopicInfo, 0, len(subs))
 	for topic, names := range subs {
@@ -95,17 +88,14 @@ var infoColumns = `id, attempts, {AT}, created_at, coalesce(last_error, ''), oct
 // the orders described above, as the database sees them after the acks
 // this PubSub queued before the call are written (Options.ConfirmAck). Its cursor is the last row's key, prefixed
 // by where it was found.
-func (t *Topic) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
-	if err := t.check(); err != nil {
-		return pubsub.PeekPage{}, err
-	}
+func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
 	opts, err := opts.Normalized()
 	if err != nil {
 		return pubsub.PeekPage{}, err
 	}
-	st, ps := t.st, t.st.ps
+	ps := st.ps
 	fail := func(err error) (pubsub.PeekPage, error) {
-		return pubsub.PeekPage{}, ctxErr(ctx, fmt.Errorf("dbpubsub: peek %s messages of %s: %w", opts.State, st.label(), err))
+		return pubsub.PeekPage{}, ctxErr(ctx, err)
 	}
 	c, err := parseCursor(opts.State, opts.After)
 	if err != nil {
@@ -251,9 +241,9 @@ func parseID(id string) (int64, error) {
 // Message returns the message id of the subscription, unsettled or dead,
 // and its data. As Peek, it writes the acks this PubSub queued before the
 // call first (Options.ConfirmAck).
-func (t *Topic) Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error) {
-	st, ps := t.st, t.st.ps
-	n, wrap, err := t.byID(ctx, "message", id)
+func (st *topicState) Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+	ps := st.ps
+	n, wrap, err := st.byID(ctx, "message", id)
 	fail := func(err error) (pubsub.MessageInfo, []byte, error) { return pubsub.MessageInfo{}, nil, wrap(err) }
 	if err != nil {
 		return pubsub.MessageInfo{}, nil, err
@@ -302,9 +292,9 @@ func (t *Topic) Message(ctx context.Context, id string) (pubsub.MessageInfo, []b
 // Cancel deletes the ready or scheduled message id of the subscription,
 // in one statement: from its ready table, or, pending, from the message
 // table. A row claimed meanwhile is processing, and stays.
-func (t *Topic) Cancel(ctx context.Context, id string) error {
-	st, ps := t.st, t.st.ps
-	n, fail, err := t.byID(ctx, "cancel message", id)
+func (st *topicState) Cancel(ctx context.Context, id string) error {
+	ps := st.ps
+	n, fail, err := st.byID(ctx, "cancel message", id)
 	if err != nil {
 		return err
 	}
@@ -341,9 +331,9 @@ func (t *Topic) Cancel(ctx context.Context, id string) error {
 }
 
 // DeleteDead deletes the dead message id of the subscription for good.
-func (t *Topic) DeleteDead(ctx context.Context, id string) error {
-	st, ps := t.st, t.st.ps
-	n, fail, err := t.byID(ctx, "delete dead message", id)
+func (st *topicState) DeleteDead(ctx context.Context, id string) error {
+	ps := st.ps
+	n, fail, err := st.byID(ctx, "delete dead message", id)
 	if err != nil {
 		return err
 	}
@@ -364,12 +354,9 @@ func (t *Topic) DeleteDead(ctx context.Context, id string) error {
 // byID begins a call on message id of the subscription: it checks the
 // handle, parses id, and returns wrap, which names the call (op), the
 // message and the subscription in an error. err is already wrapped.
-func (t *Topic) byID(ctx context.Context, op, id string) (n int64, wrap func(error) error, err error) {
+func (st *topicState) byID(ctx context.Context, op, id string) (n int64, wrap func(error) error, err error) {
 	wrap = func(err error) error {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: %s %q of %s: %w", op, id, t.st.label(), err))
-	}
-	if err := t.check(); err != nil {
-		return 0, wrap, err
+		return ctxErr(ctx, err)
 	}
 	if n, err = parseID(id); err != nil {
 		return 0, wrap, wrap(err)

@@ -19,7 +19,7 @@ import (
 // connection is lost it reconnects on its own (and wakes every fetcher,
 // since notifications sent meanwhile are lost); fetchers poll meanwhile.
 type listener struct {
-	ps  *PubSub
+	ps  *store
 	cfg *pgx.ConnConfig // of the connection, once known; owned by run
 
 	mu        sync.Mutex
@@ -37,7 +37,7 @@ type subscription struct {
 	once   sync.Once
 }
 
-func newListener(ps *PubSub) *listener {
+func newListener(ps *store) *listener {
 	return &listener{ps: ps, subs: make(map[string]*subscription), changed: make(chan struct{}, 1)}
 }
 

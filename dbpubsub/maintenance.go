@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/service"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Maintenance every PubSub does in the background: it rescues the messages
@@ -28,7 +28,7 @@ const pruneBatch = 1000
 
 // every returns the loop that runs f every d until stop, logging its
 // failures: the rescuer and the pruner.
-func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) error) func(stop <-chan struct{}) {
+func (ps *store) every(d time.Duration, what string, f func(context.Context) error) func(stop <-chan struct{}) {
 	return func(stop <-chan struct{}) {
 		t := time.NewTicker(d)
 		defer t.Stop()
@@ -45,12 +45,8 @@ func (ps *PubSub) every(d time.Duration, what string, f func(context.Context) er
 	}
 }
 
-// Rescue makes the messages whose lease ran out (on every topic of the
-// table) ready again at once, counting the attempt they used, or dead when
-// their attempts are exhausted by this PubSub's retry policy. It returns the
-// topics that got messages back. Every PubSub runs it periodically; call it
-// to rescue now.
-func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
+// Rescue is PubSub.Rescue.
+func (ps *store) Rescue(ctx context.Context) ([]string, error) {
 	q, err := ps.qualifiedTable(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dbpubsub: rescue: %w", err)
@@ -95,12 +91,8 @@ func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) {
 	}
 }
 
-// Prune deletes the finished (acked) rows older than Options.Retention and
-// the dead rows that died longer than Options.DeadRetention ago (unless it
-// is negative), of every topic, and says how many it deleted; then the
-// inbox claims older than Options.Retention. Every PubSub runs it every
-// Options.PruneInterval.
-func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
+// Prune is PubSub.Prune.
+func (ps *store) Prune(ctx context.Context) (int64, error) {
 	total, err := ps.pruneRows(ctx, ps.stmts.prune, ps.opts.Retention, "finished")
 	if err != nil || ps.closing() {
 		return total, err
@@ -117,7 +109,7 @@ func (ps *PubSub) Prune(ctx context.Context) (int64, error) {
 
 // pruneRows runs stmt, which deletes up to pruneBatch rows older than
 // retention, until it deletes fewer, and says how many it deleted.
-func (ps *PubSub) pruneRows(ctx context.Context, stmt string, retention time.Duration, what string) (int64, error) {
+func (ps *store) pruneRows(ctx context.Context, stmt string, retention time.Duration, what string) (int64, error) {
 	var total int64
 	for {
 		sctx, cancel := ps.stmtCtx(ctx)
@@ -138,7 +130,7 @@ func (ps *PubSub) pruneRows(ctx context.Context, stmt string, retention time.Dur
 }
 
 // pruneInbox deletes the inbox claims older than Options.Retention.
-func (ps *PubSub) pruneInbox(ctx context.Context) error {
+func (ps *store) pruneInbox(ctx context.Context) error {
 	for {
 		sctx, cancel := ps.stmtCtx(ctx)
 		res, err := ps.sqldb.ExecContext(sctx, ps.stmts.pruneInbox, ps.opts.Retention.Microseconds(), pruneBatch)
@@ -179,7 +171,7 @@ type youngTable struct {
 
 // noteMoved counts n rows moved into the message table by a claim, and
 // starts an analysis when one is due.
-func (ps *PubSub) noteMoved(n int) {
+func (ps *store) noteMoved(n int) {
 	y := &ps.young
 	moved := y.moved.Add(int64(n))
 	at := y.next.Load()
@@ -197,7 +189,7 @@ func (ps *PubSub) noteMoved(n int) {
 // analyzeYoung analyzes the message table unless it is established, and
 // returns the moved count of the next analysis (0: none). Close does not
 // wait for an analysis: stop cancels it.
-func (ps *PubSub) analyzeYoung(stop <-chan struct{}, at int64) int64 {
+func (ps *store) analyzeYoung(stop <-chan struct{}, at int64) int64 {
 	sctx, cancel := service.Context(stop)
 	defer cancel()
 	ctx, cancel := ps.stmtCtx(sctx) // one deadline for the look and the ANALYZE: ANALYZE samples, it is quick
@@ -247,7 +239,7 @@ const analyzeStaleSQL = `SELECT pg_catalog.pg_stat_get_mod_since_analyze(c.oid) 
 
 // analyzeStale is the loop that analyzes the message table when its
 // statistics are stale: at start, then every staleCheckInterval.
-func (ps *PubSub) analyzeStale(stop <-chan struct{}) {
+func (ps *store) analyzeStale(stop <-chan struct{}) {
 	check := func(ctx context.Context) error {
 		if err := ps.analyzeIfStale(ctx); err != nil && !ps.closing() {
 			ps.opts.Logger.Debug("dbpubsub: analyzing the message table failed; autovacuum will",
@@ -262,7 +254,7 @@ func (ps *PubSub) analyzeStale(stop <-chan struct{}) {
 // analyzeIfStale analyzes the message table when its statistics are stale
 // (see staleCheckInterval), unless an analysis runs already or the role
 // does not own the table.
-func (ps *PubSub) analyzeIfStale(ctx context.Context) error {
+func (ps *store) analyzeIfStale(ctx context.Context) error {
 	y := &ps.young
 	if !y.running.CompareAndSwap(false, true) {
 		return nil
@@ -293,7 +285,7 @@ const analyzeTarget = 10
 
 // analyze analyzes the message table with analyzeTarget, in a transaction
 // of its own so that the setting ends with it.
-func (ps *PubSub) analyze(ctx context.Context) error {
+func (ps *store) analyze(ctx context.Context) error {
 	tx, err := ps.sqldb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -310,7 +302,7 @@ func (ps *PubSub) analyze(ctx context.Context) error {
 
 // reportLeaseDead reports the messages of queue name that the rescue made
 // dead ("id:attempts,...", see statements.rescue).
-func (ps *PubSub) reportLeaseDead(name, dead string) {
+func (ps *store) reportLeaseDead(name, dead string) {
 	topic, sub, ok := strings.Cut(name, queueSep)
 	if !ok {
 		sub = pubsub.DefaultSubscription
@@ -320,7 +312,7 @@ func (ps *PubSub) reportLeaseDead(name, dead string) {
 		id, err1 := strconv.ParseInt(idText, 10, 64)
 		attempt, err2 := strconv.Atoi(attText)
 		if err1 == nil && err2 == nil {
-			ps.reportDead(topic, sub, id, attempt, pubsub.LeaseExpired, backend.ReasonLeaseExpired)
+			ps.reportDead(topic, sub, id, attempt, pubsub.LeaseExpired, driver.ReasonLeaseExpired)
 		}
 	}
 }

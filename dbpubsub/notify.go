@@ -40,7 +40,7 @@ type pacer struct {
 	spacing    time.Duration
 }
 
-func newNotifyQueue(ps *PubSub) *batch.Queue[string] {
+func newNotifyQueue(ps *store) *batch.Queue[string] {
 	p := &pacer{spacing: notifySpacing}
 	return batch.New(ps.writers, batch.Options[string]{
 		Lanes: 1,
@@ -72,10 +72,10 @@ func (p *pacer) pace(stop <-chan struct{}) {
 }
 
 // notifyLater marks the channel ch for the notifier's next round.
-func (ps *PubSub) notifyLater(ch string) { ps.notifies.Add(ch, 0) }
+func (ps *store) notifyLater(ch string) { ps.notifies.Add(ch, 0) }
 
 // notifyRound notifies each channel of marks once.
-func (ps *PubSub) notifyRound(marks []string) {
+func (ps *store) notifyRound(marks []string) {
 	seen := make(map[string]bool, 4)
 	chans := make([]string, 0, 4)
 	for _, ch := range marks {

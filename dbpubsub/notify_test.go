@@ -50,7 +50,7 @@ func TestNotifierSpacesRoundsUnderAStream(t *testing.T) {
 	end := start.Add(300 * time.Millisecond)
 	marks := 0
 	for time.Now().Before(end) {
-		ps.notifyLater(ch)
+		ps.s.notifyLater(ch)
 		marks++
 		runtime.Gosched()
 	}

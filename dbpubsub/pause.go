@@ -2,11 +2,8 @@ package dbpubsub
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // Pausing (migration 0008). A queue is paused while it has a row in the
@@ -18,8 +15,6 @@ import (
 // the pause's notification reaches their listener, or, without one, at
 // their next claim. Resume deletes the row and notifies: the consumers of
 // every process claim again.
-
-var _ pubsub.Pauser = (*Topic)(nil)
 
 // The payloads of the notifications of Pause and Resume on a queue's
 // channel; every other notification has none.
@@ -35,50 +30,40 @@ const (
 // processes give back theirs when the pause's notification reaches them
 // (at their next claim without LISTEN). A delivery made before can still
 // be settled.
-func (t *Topic) Pause(ctx context.Context) error {
-	return t.setPaused(ctx, true)
+func (st *topicState) Pause(ctx context.Context) error {
+	return st.setPaused(ctx, true)
 }
 
 // Resume resumes the handle's subscription and wakes its consumers in
 // every process.
-func (t *Topic) Resume(ctx context.Context) error {
-	return t.setPaused(ctx, false)
+func (st *topicState) Resume(ctx context.Context) error {
+	return st.setPaused(ctx, false)
 }
 
 // Paused reports whether the handle's subscription is paused, as the
 // database says.
-func (t *Topic) Paused(ctx context.Context) (bool, error) {
-	if err := t.check(); err != nil {
-		return false, err
-	}
-	ps := t.st.ps
+func (st *topicState) Paused(ctx context.Context) (bool, error) {
+	ps := st.ps
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return false, fmt.Errorf("dbpubsub: paused of %s: %w", t.st.label(), err)
+		return false, err
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
 	var paused bool
-	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.paused, t.st.name).Scan(&paused); err != nil {
-		return false, fmt.Errorf("dbpubsub: paused of %s: %w", t.st.label(), err)
+	if err := ps.sqldb.QueryRowContext(sctx, ps.stmts.paused, st.name).Scan(&paused); err != nil {
+		return false, err
 	}
 	return paused, nil
 }
 
-func (t *Topic) setPaused(ctx context.Context, on bool) error {
-	what := "resume"
-	if on {
-		what = "pause"
-	}
-	if err := t.check(); err != nil {
-		return err
-	}
-	st, ps := t.st, t.st.ps
+func (st *topicState) setPaused(ctx context.Context, on bool) error {
+	ps := st.ps
 	ch, err := st.channel(ctx)
 	if err != nil {
-		return fmt.Errorf("dbpubsub: %s %s: %w", what, st.label(), err)
+		return err
 	}
 	if err := ps.begin(); err != nil {
-		return st.closedErr()
+		return err
 	}
 	defer ps.end()
 	stmt := ps.stmts.resume
@@ -89,7 +74,7 @@ func (t *Topic) setPaused(ctx context.Context, on bool) error {
 	_, err = ps.sqldb.ExecContext(sctx, stmt, st.name, ch)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("dbpubsub: %s %s: %w", what, st.label(), err)
+		return err
 	}
 	st.notePause(on)
 	if on {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,50 +13,27 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
-	"github.com/conveyorgo/conveyor/internal/batch"
-	"github.com/conveyorgo/conveyor/internal/failhook"
-	"github.com/conveyorgo/conveyor/internal/service"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
-// PubSub is the PostgreSQL backend. Create it with New; stop it with Close.
-// It is safe for concurrent use, and any number of PubSubs, in any number of
-// processes, can share one table.
+// pkg starts every error of the package.
+const pkg = "dbpubsub"
+
+// PubSub is the PostgreSQL backend: conveyor's engine over the store of
+// this package. Create it with New; stop it with Close. It is safe for
+// concurrent use, and any number of PubSubs, in any number of processes,
+// can share one table.
 type PubSub struct {
-	db    *bun.DB
-	sqldb *sql.DB
-	opts  Options
-	stmts statements
-
-	qualified atomic.Pointer[string]     // schema.table, once looked up (state.go)
-	ids       atomic.Pointer[idSequence] // the message table's id sequence, once looked up
-
-	mu       sync.RWMutex
-	isClosed bool
-	topics   map[string]*topicState
-	ops      sync.WaitGroup // calls in flight for callers (begin, end)
-
-	// The background loops, in the two stages Close stops them in: loops
-	// (the listener, the fetchers, the rescuer, the pruner and the
-	// analyses) read and claim; writers (the lanes of the settle and
-	// notify queues) write what callers asked for, up to the end.
-	loops   *service.Group
-	writers *service.Group
-	ctx     context.Context    // of background statements: canceled CloseTimeout into Close
-	cancel  context.CancelFunc // cancels ctx
-
-	settles  *batch.Queue[*settleReq] // settle.go
-	pace     settlePace               // settle.go: when a settle lane lingers
-	notifies *batch.Queue[string]     // notify.go: channels to NOTIFY
-	listener *listener                // listen.go; nil with Options.NoListen
-	young    youngTable               // maintenance.go
-
-	closeOnce sync.Once
-	fails     *failhook.Reporter // Options.OnFailure's
+	*engine.PubSub
+	s *store
 }
 
-var _ pubsub.PubSub = (*PubSub)(nil)
+var (
+	_ pubsub.PubSub      = (*PubSub)(nil)
+	_ pubsub.Subscriber  = (*PubSub)(nil)
+	_ pubsub.TopicLister = (*PubSub)(nil)
+)
 
 // New returns a PubSub storing its messages in db, in the table made by
 // migrations.Migrate, or an error naming the first field of opts that makes
@@ -76,39 +51,14 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &PubSub{
-		fails:   failhook.New(o.OnFailure),
-		db:      db,
-		sqldb:   db.DB,
-		opts:    o,
-		stmts:   newStatements(o.Table),
-		topics:  make(map[string]*topicState),
-		loops:   service.NewGroup(),
-		writers: service.NewGroup(),
+	s := newStore(db, o)
+	e, err := engine.New(s, engine.Options{
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure,
+	})
+	if err != nil {
+		return nil, err
 	}
-	ps.ctx, ps.cancel = context.WithCancel(context.Background())
-	ps.young.next.Store(youngFirstAnalyze)
-	ps.pace.kick = make(chan struct{}, 1)
-	ps.settles = newSettleQueue(ps)
-	ps.notifies = newNotifyQueue(ps)
-	// Every process rescues expired leases, whichever process had them;
-	// concurrent rescuers skip each other's rows (SKIP LOCKED).
-	ps.loops.Go(ps.every(o.RescueInterval, "rescue of expired leases", func(ctx context.Context) error {
-		_, err := ps.Rescue(ctx)
-		return err
-	}))
-	if o.PruneInterval > 0 {
-		ps.loops.Go(ps.every(o.PruneInterval, "pruning of finished messages", func(ctx context.Context) error {
-			_, err := ps.Prune(ctx)
-			return err
-		}))
-	}
-	ps.loops.Go(ps.analyzeStale)
-	if !o.NoListen {
-		ps.listener = newListener(ps)
-		ps.loops.Go(ps.listener.run)
-	}
-	return ps, nil
+	return &PubSub{PubSub: e, s: s}, nil
 }
 
 // Open opens a *bun.DB configured for dbpubsub: database/sql over
@@ -132,17 +82,40 @@ func Open(dsn string) (*bun.DB, error) {
 }
 
 // DB returns the *bun.DB the PubSub stores its messages in.
-func (ps *PubSub) DB() *bun.DB { return ps.db }
+func (ps *PubSub) DB() *bun.DB { return ps.s.db }
 
 // Topic returns a handle on the topic name. Handles on one name share its
 // messages (and, within this PubSub, its claimed rows); closing a handle
 // does not affect the others. A name that pubsub.ValidateTopicName rejects
 // gives a handle whose methods all return that error.
 func (ps *PubSub) Topic(name string) pubsub.Topic {
-	if bad := backend.CheckTopicName("dbpubsub", name); bad != nil {
-		return bad
+	return newTopic(ps.PubSub.Topic(name), name, pubsub.DefaultSubscription)
+}
+
+// Subscribe creates subscription sub of topic unless it exists, for every
+// process on the database, and returns a handle on it: its Dequeue reads
+// sub's copies, its enqueues publish to topic, its dead letters and stats
+// are sub's (see pubsub.Subscriber). It creates the subscription's ready
+// table too.
+func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
+	h, err := ps.PubSub.Subscribe(ctx, topic, sub)
+	if err != nil {
+		return nil, err
 	}
-	return ps.topic(name)
+	return newTopic(h, topic, sub), nil
+}
+
+// DeleteSubscription deletes subscription sub of topic and every copy its
+// queue keeps (pending, scheduled, processing, dead, and finished), with
+// its inbox keys, in one transaction. Deliveries of it in hand then fail
+// to settle with pubsub.ErrLeaseExpired, and the Dequeue calls of its
+// handles, in this process or another, return pubsub.ErrNoSubscription
+// until it is created again (those waiting in another process within
+// about Options.PollInterval); the default subscription's handles read a
+// new default. It wraps pubsub.ErrNoSubscription when topic has no
+// subscription sub.
+func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
+	return ps.PubSub.DeleteSubscription(ctx, topic, sub)
 }
 
 // Close stops the PubSub: every topic handle returns pubsub.ErrClosed from
@@ -158,106 +131,34 @@ func (ps *PubSub) Topic(name string) pubsub.Topic {
 // and never handed out are given back; the calls in flight end (queued
 // asynchronous acks are written); the notifications still due are sent;
 // the writers stop.
-func (ps *PubSub) Close() error {
-	err := fmt.Errorf("dbpubsub: %w", pubsub.ErrClosed)
-	ps.closeOnce.Do(func() {
-		err = nil
-		ps.mu.Lock()
-		ps.isClosed = true
-		states := make([]*topicState, 0, len(ps.topics))
-		for _, st := range ps.topics {
-			states = append(states, st)
-		}
-		ps.mu.Unlock()
-
-		timeout := time.AfterFunc(ps.opts.CloseTimeout, ps.cancel)
-		defer timeout.Stop()
-		ps.loops.Stop()
-		for _, st := range states {
-			st.releaseAll()
-		}
-		ps.ops.Wait()
-		_ = ps.notifies.Wait(ps.ctx)
-		ps.writers.Stop()
-		ps.cancel()
-		ps.fails.Close()
-	})
-	return err
-}
+func (ps *PubSub) Close() error { return ps.PubSub.Close() }
 
 // Shutdown closes ps, as Close does; it lets a dependency injector stop
 // it. When ctx ends first, what Close still waits for is canceled at once
 // (the calls in flight fail with pubsub.ErrClosed).
 func (ps *PubSub) Shutdown(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, ps.cancel)
+	stop := context.AfterFunc(ctx, ps.s.cancel)
 	defer stop()
 	return ps.Close()
 }
 
-// begin registers a call in flight for a caller; Close waits for it. It
-// fails once the PubSub is closed.
-func (ps *PubSub) begin() error {
-	ps.mu.RLock()
-	defer ps.mu.RUnlock()
-	if ps.isClosed {
-		return pubsub.ErrClosed
-	}
-	ps.ops.Add(1)
-	return nil
-}
+// Flush returns once the acks queued before the call (see
+// Options.ConfirmAck) are written to the database (or failed, which is
+// logged), or when ctx ends. With ConfirmAck there is nothing to wait
+// for. Stats, ListDead and the other reads of a topic flush first, so they
+// see this PubSub's acks.
+func (ps *PubSub) Flush(ctx context.Context) error { return ps.s.Flush(ctx) }
 
-func (ps *PubSub) end() { ps.ops.Done() }
+// Rescue makes the messages whose lease ran out (on every topic of the
+// table) ready again at once, counting the attempt they used, or dead when
+// their attempts are exhausted by this PubSub's retry policy. It returns the
+// topics that got messages back. Every PubSub runs it periodically; call it
+// to rescue now.
+func (ps *PubSub) Rescue(ctx context.Context) ([]string, error) { return ps.s.Rescue(ctx) }
 
-// done is closed once Close has begun.
-func (ps *PubSub) done() <-chan struct{} { return ps.loops.Stopping() }
-
-func (ps *PubSub) closing() bool { return ps.loops.IsStopping() }
-
-// backoff is the wait between retries of a failing background statement.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) next() time.Duration {
-	switch {
-	case b.d == 0:
-		b.d = 100 * time.Millisecond
-	case b.d < 5*time.Second:
-		b.d *= 2
-	}
-	return b.d
-}
-
-func (b *backoff) reset() { b.d = 0 }
-
-// ctxErr puts ctx's error first when ctx has ended, so callers can match
-// context.Canceled and context.DeadlineExceeded; err stays matchable too.
-// stmtCtx bounds one statement (or one connection's acquisition, with
-// pgx's ping of a reused connection) by Options.StatementTimeout, within
-// ctx, and by Close (ps.ctx, canceled CloseTimeout into Close or when
-// Shutdown's ctx ends): a server or network that stops answering fails
-// it, pgx closes its connection and database/sql discards it, instead of
-// the goroutine waiting forever. Every statement dbpubsub sends runs under
-// one.
-func (ps *PubSub) stmtCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	sctx, cancel := context.WithTimeout(ctx, ps.opts.StatementTimeout)
-	stop := context.AfterFunc(ps.ctx, cancel)
-	return sctx, func() {
-		stop()
-		cancel()
-	}
-}
-
-// closedErr wraps err, the error of a caller's write, with pubsub.ErrClosed
-// when Close ended it: its outcome is then unknown.
-func (ps *PubSub) closedErr(err error) error {
-	if err != nil && ps.ctx.Err() != nil {
-		return fmt.Errorf("%w: the PubSub closed while the statement ran (it may have committed): %w", pubsub.ErrClosed, err)
-	}
-	return err
-}
-
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w (%w)", cerr, err)
-	}
-	return err
-}
+// Prune deletes the finished (acked) rows older than Options.Retention and
+// the dead rows that died longer than Options.DeadRetention ago (unless it
+// is negative), of every topic, and says how many it deleted; then the
+// inbox claims older than Options.Retention. Every PubSub runs it every
+// Options.PruneInterval.
+func (ps *PubSub) Prune(ctx context.Context) (int64, error) { return ps.s.Prune(ctx) }

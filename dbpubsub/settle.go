@@ -14,13 +14,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/batch"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Settling a delivery: Ack, Nack, Fail, Reject and ExtendLease on a
-// message, and the settle queue that writes them. Settles asked for
+// Settling a delivery: Ack, Retry, Dead and Extend of a subscription's
+// delivery (driver.Subscription, called by the engine's Ack, Nack, Fail,
+// Reject and ExtendLease), and the settle queue that writes them. Settles asked for
 // concurrently, by any consumer of the PubSub, share statements: up to
 // settlers statements are in flight at once, each for up to
 // maxSettleBatch settles, fenced row by row by the delivery's token and
@@ -72,105 +73,47 @@ const (
 	statusDead       = "dead"
 )
 
-// message is one delivery of a row. Its settle calls are fenced by the
-// row's delivery token: they only touch the row while this delivery holds
-// its lease.
-type message struct {
-	st *topicState
-	d  *delivery
-
-	mu    sync.Mutex
-	state msgState
-}
-
-type msgState uint8
-
-const (
-	msgOpen    msgState = iota
-	msgBusy             // a settle is in flight
-	msgSettled          // acked, nacked, failed or rejected
-	msgExpired          // the lease ran out (the database said so)
-)
-
-var (
-	_ backend.Message = (*message)(nil)
-	_ pubsub.Headerer = (*message)(nil)
-)
-
-func (m *message) ID() string   { return strconv.FormatInt(m.d.id, 10) }
-func (m *message) Data() []byte { return m.d.data }
-func (m *message) Attempt() int { return m.d.attempt }
-
-// Header returns the header the message was enqueued with, nil if none.
-func (m *message) Header() pubsub.Header { return m.d.header }
-
-// Ack settles the message for good; it returns once it is queued for the
-// next grouped statement, or, with Options.ConfirmAck, once that is
-// committed.
-func (m *message) Ack(ctx context.Context) error {
-	if !m.st.ps.opts.ConfirmAck {
-		if ok, err := m.ackAsync(); ok || err != nil {
+// Ack settles d's row for good; it returns once the ack is queued for the
+// next grouped statement, or, with Options.ConfirmAck or while the lease is
+// in its second half (so that a lost lease is reported, not logged), once
+// that is committed.
+func (st *topicState) Ack(ctx context.Context, d *driver.Delivery) error {
+	row := d.Msg.(*delivery)
+	if !st.ps.opts.ConfirmAck && time.Since(row.leased) <= st.ps.opts.Lease/2 {
+		if err := row.fence.check(); err != nil {
 			return err
 		}
-	}
-	return m.settle(ctx, "ack", statusFinished, 0, "")
-}
-
-// Nack gives the message back for redelivery after the retry policy's
-// backoff, or makes it dead when its attempts are exhausted.
-func (m *message) Nack(ctx context.Context) error { return m.fail(ctx, "nack", nil) }
-
-// Fail is Nack keeping reason, shown if the message ends up dead.
-func (m *message) Fail(ctx context.Context, reason error) error { return m.fail(ctx, "fail", reason) }
-
-func (m *message) fail(ctx context.Context, op string, reason error) error {
-	f := backend.Fail(m.st.ps.opts.Retry, m.d.attempt, reason)
-	if f.Dead {
-		err := m.settle(ctx, op, statusDead, 0, f.Reason)
-		if err == nil {
-			m.st.reportDead(m.d.id, m.d.attempt, pubsub.AttemptsExhausted, f.Reason)
+		if st.ps.ackAsync(&settleReq{id: row.id, token: row.token, status: statusFinished, topic: st.name,
+			until: row.leased.Add(st.ps.opts.Lease)}) {
+			return nil
 		}
+	}
+	return st.settle(ctx, row, statusFinished, 0, "")
+}
+
+// Retry gives d's row back, due after delay (by the database's clock).
+func (st *topicState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, reason string) error {
+	err := st.settle(ctx, d.Msg.(*delivery), statusPending, delay, reason)
+	if err == nil {
+		st.wake() // the fetcher sleeps until the new due time
+	}
+	return err
+}
+
+// Dead makes d's row dead, keeping reason.
+func (st *topicState) Dead(ctx context.Context, d *driver.Delivery, reason string) error {
+	return st.settle(ctx, d.Msg.(*delivery), statusDead, 0, reason)
+}
+
+// Extend moves d's lease deadline to now+by, by the database's clock.
+func (st *topicState) Extend(ctx context.Context, d *driver.Delivery, by time.Duration) error {
+	row := d.Msg.(*delivery)
+	if err := row.fence.check(); err != nil {
 		return err
 	}
-	err := m.settle(ctx, op, statusPending, f.Backoff, f.Reason)
-	if err == nil {
-		m.st.wake() // the fetcher sleeps until the new due time
-	}
-	return err
-}
-
-// Reject makes the message dead at once, keeping reason.
-func (m *message) Reject(ctx context.Context, reason error) error {
-	r := backend.RejectReason(reason)
-	err := m.settle(ctx, "reject", statusDead, 0, r)
-	if err == nil {
-		m.st.reportDead(m.d.id, m.d.attempt, pubsub.Rejected, r)
-	}
-	return err
-}
-
-// ExtendLease moves the lease deadline to now+d (by the database's clock).
-func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("dbpubsub: extend lease of message %s by %v: want a positive duration", m.ID(), d)
-	}
-	if err := m.acquire("extend lease"); err != nil {
-		return err
-	}
-	err := m.extend(ctx, d)
-	m.mu.Lock()
-	m.state = msgOpen
-	if errors.Is(err, pubsub.ErrLeaseExpired) {
-		m.state = msgExpired
-	}
-	m.mu.Unlock()
-	return err
-}
-
-func (m *message) extend(ctx context.Context, d time.Duration) error {
-	ps := m.st.ps
+	ps := st.ps
 	if err := ps.begin(); err != nil {
-		return m.errorf("extend lease", err)
+		return err
 	}
 	defer ps.end()
 	// Bounded by ctx too: an extension whose outcome is unknown leaves the
@@ -179,7 +122,7 @@ func (m *message) extend(ctx context.Context, d time.Duration) error {
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
 	var n int64
-	res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, m.d.id, m.d.token, d.Microseconds())
+	res, err := ps.sqldb.ExecContext(sctx, ps.stmts.extend, row.id, row.token, by.Microseconds())
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
@@ -187,89 +130,92 @@ func (m *message) extend(ctx context.Context, d time.Duration) error {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 		}
-		return m.errorf("extend lease", ctxErr(ctx, ps.closedErr(err)))
+		return ctxErr(ctx, ps.closedErr(err))
 	}
 	if n == 0 {
-		return m.errorf("extend lease", pubsub.ErrLeaseExpired)
+		return errNotLeased
 	}
 	return nil
 }
 
-// acquire marks a settle or extension in flight, or says why none can be.
-func (m *message) acquire(op string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch m.state {
-	case msgSettled, msgBusy:
-		return m.errorf(op, pubsub.ErrSettled)
-	case msgExpired:
-		return m.errorf(op, pubsub.ErrLeaseExpired)
-	}
-	m.state = msgBusy
-	return nil
-}
+// errNotLeased is the error of a settle or an extension whose row is no
+// longer leased to its delivery.
+var errNotLeased = fmt.Errorf("%w: the row is no longer leased to this delivery", driver.ErrLeaseLost)
 
-// settle writes the new status of the row in the next grouped statement and
+// settle writes the new status of row in the next grouped statement and
 // returns once it is committed.
-func (m *message) settle(ctx context.Context, op, status string, delay time.Duration, reason string) error {
-	if err := m.acquire(op); err != nil {
+func (st *topicState) settle(ctx context.Context, row *delivery, status string, delay time.Duration, reason string) error {
+	if err := row.fence.check(); err != nil {
 		return err
 	}
-	r := &settleReq{id: m.d.id, token: m.d.token, status: status, delay: delay.Microseconds(), reason: reason, msg: m}
-	handled, err := m.st.ps.settle(ctx, r)
-	if !handled {
-		m.settled(err)
-	}
-	if err != nil {
-		return m.errorf(op, err)
+	return st.ps.settle(ctx, &settleReq{id: row.id, token: row.token, status: status, delay: delay.Microseconds(), reason: reason, row: row})
+}
+
+// fence keeps what became of a settle statement whose caller returned in
+// doubt (ErrOutcomeUnknown) before the statement's lane answered: until
+// then, and after it settled the row, another settle of the delivery
+// returns pubsub.ErrSettled; after the lease was found lost,
+// driver.ErrLeaseLost; after any other failure, it may run. So the
+// delivery stays in the state the database has, as the engine's
+// settle-once state keeps it for the calls that returned an outcome.
+type fence struct {
+	mu    sync.Mutex
+	state fenceState
+}
+
+type fenceState uint8
+
+const (
+	fenceOpen    fenceState = iota
+	fenceDoubt              // a statement whose caller left is in flight
+	fenceSettled            // that statement settled the row
+	fenceLost               // that statement found the lease lost
+)
+
+// check says why a settle or an extension cannot run, if it cannot.
+func (f *fence) check() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch f.state {
+	case fenceDoubt, fenceSettled:
+		return fmt.Errorf("%w: an earlier settle's statement, whose call returned in doubt, is in flight or settled it", pubsub.ErrSettled)
+	case fenceLost:
+		return errNotLeased
 	}
 	return nil
 }
 
-// settled records the outcome of the message's settle statement, or, nil
-// or not, of a settle that never reached one. It is called by the settle
-// lane that ran the statement, so that a call that returned when its ctx
-// ended (ErrOutcomeUnknown) still leaves the message in the state the
-// database has: busy until then.
-func (m *message) settled(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case err == nil:
-		m.state = msgSettled
-	case errors.Is(err, pubsub.ErrLeaseExpired):
-		m.state = msgExpired
+// leave records that the caller of the settle whose outcome is sent on
+// done returns in doubt, unless the outcome came meanwhile: then it
+// returns it.
+func (f *fence) leave(done <-chan error) (error, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case err := <-done:
+		return err, true
 	default:
-		m.state = msgOpen // nothing was changed (or it is unknown); the caller may try again
 	}
+	f.state = fenceDoubt
+	return nil, false
 }
 
-// ackAsync queues the ack (unless Options.ConfirmAck). It reports false,
-// leaving the ack to the synchronous path, when the lease is in its second
-// half (so that a lost lease is reported, not logged) or the queue is
-// full.
-func (m *message) ackAsync() (bool, error) {
-	ps := m.st.ps
-	if time.Since(m.d.leased) > ps.opts.Lease/2 {
-		return false, nil
+// answer sends err, the outcome of a settle statement, on done, recording
+// it first if the caller left (leave).
+func (f *fence) answer(err error, done chan<- error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state == fenceDoubt {
+		switch {
+		case err == nil:
+			f.state = fenceSettled
+		case errors.Is(err, pubsub.ErrLeaseExpired):
+			f.state = fenceLost
+		default:
+			f.state = fenceOpen
+		}
 	}
-	if err := m.acquire("ack"); err != nil {
-		return false, err
-	}
-	queued := ps.ackAsync(&settleReq{id: m.d.id, token: m.d.token, status: statusFinished, topic: m.st.name,
-		until: m.d.leased.Add(ps.opts.Lease)})
-	m.mu.Lock()
-	if queued {
-		m.state = msgSettled
-	} else {
-		m.state = msgOpen
-	}
-	m.mu.Unlock()
-	return queued, nil
-}
-
-func (m *message) errorf(op string, err error) error {
-	return backend.MessageError("dbpubsub", op, m.ID(), m.d.attempt, m.st.topic, m.st.sub, err)
+	done <- err
 }
 
 // settleReq asks for one delivered row to change.
@@ -282,10 +228,10 @@ type settleReq struct {
 	topic     string     // for the log of a failed asynchronous ack
 	until     time.Time  // an asynchronous ack's lease ends no earlier (local clock): its retries stop then
 	retried   bool       // an asynchronous ack tried again (retryAcks)
-	msg       *message   // a synchronous settle's message, told its outcome by the lane
+	row       *delivery  // a synchronous settle's delivery, told its outcome by the lane
 }
 
-func newSettleQueue(ps *PubSub) *batch.Queue[*settleReq] {
+func newSettleQueue(ps *store) *batch.Queue[*settleReq] {
 	return batch.New(ps.writers, batch.Options[*settleReq]{Lanes: settlers, Max: maxSettleBatch, Handle: ps.execSettle, Pace: ps.pace.wait})
 }
 
@@ -325,15 +271,15 @@ func (p *settlePace) hurry() {
 // before r is taken into a statement, it returns ctx's error and nothing
 // was changed; once taken, it returns ctx's error wrapping
 // ErrOutcomeUnknown at once, rather than await a reply a server that
-// stopped answering would hold until StatementTimeout. It reports whether
-// a lane runs r's statement, and so tells r.msg its outcome.
-func (ps *PubSub) settle(ctx context.Context, r *settleReq) (handled bool, err error) {
+// stopped answering would hold until StatementTimeout, and the lane tells
+// r.row's fence the outcome.
+func (ps *store) settle(ctx context.Context, r *settleReq) error {
 	if err := ps.begin(); err != nil {
-		return false, err
+		return err
 	}
 	defer ps.end()
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return err
 	}
 	r.done = make(chan error, 1)
 	ps.pace.waiting.Add(1)
@@ -342,24 +288,22 @@ func (ps *PubSub) settle(ctx context.Context, r *settleReq) (handled bool, err e
 	ps.pace.hurry()
 	select {
 	case err := <-r.done:
-		return true, err
+		return err
 	case <-ctx.Done():
 		if ps.settles.Cancel(t) {
-			return false, ctx.Err()
+			return ctx.Err()
 		}
-		select {
-		case err := <-r.done: // answered meanwhile
-			return true, err
-		default:
+		if err, answered := r.row.fence.leave(r.done); answered {
+			return err
 		}
-		return true, fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
+		return fmt.Errorf("%w (%w)", ctx.Err(), ErrOutcomeUnknown)
 	}
 }
 
 // ackAsync queues r as an asynchronous ack and reports whether it was
 // queued (false: the PubSub is closed or the queue is full). The ack holds
 // a PubSub call until it is written, so Close writes it first.
-func (ps *PubSub) ackAsync(r *settleReq) bool {
+func (ps *store) ackAsync(r *settleReq) bool {
 	if err := ps.begin(); err != nil {
 		return false
 	}
@@ -373,12 +317,8 @@ func (ps *PubSub) ackAsync(r *settleReq) bool {
 	return true
 }
 
-// Flush returns once the acks queued before the call (see
-// Options.ConfirmAck) are written to the database (or failed, which is
-// logged), or when ctx ends. With ConfirmAck there is nothing to wait
-// for. Stats, ListDead and the other reads of a topic flush first, so they
-// see this PubSub's acks.
-func (ps *PubSub) Flush(ctx context.Context) error {
+// Flush is PubSub.Flush.
+func (ps *store) Flush(ctx context.Context) error {
 	ps.pace.waiting.Add(1)
 	defer ps.pace.waiting.Add(-1)
 	ps.pace.hurry()
@@ -390,7 +330,7 @@ type idToken struct{ id, token int64 }
 // execSettle writes the settles of batch in one statement and tells each
 // its outcome. The asynchronous acks of a statement that failed for a
 // reason other than their leases are tried again (retryAcks).
-func (ps *PubSub) execSettle(batch []*settleReq) {
+func (ps *store) execSettle(batch []*settleReq) {
 	// Lock rows in id order, so that two statements never wait for each
 	// other's rows in opposite orders.
 	slices.SortFunc(batch, func(a, b *settleReq) int { return cmp.Compare(a.id, b.id) })
@@ -409,11 +349,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 	var retry []*settleReq
 	for _, r := range batch {
 		if r.done != nil {
-			out := settleOutcome(r, done, err)
-			if r.msg != nil {
-				r.msg.settled(out)
-			}
-			r.done <- out
+			r.row.fence.answer(settleOutcome(r, done, err), r.done)
 			continue
 		}
 		if err != nil && transient(err) {
@@ -429,7 +365,7 @@ func (ps *PubSub) execSettle(batch []*settleReq) {
 
 // runSettle runs stmt, a settle statement, for batch, in id order, and
 // returns the rows it settled.
-func (ps *PubSub) runSettle(stmt string, batch []*settleReq) (map[idToken]bool, error) {
+func (ps *store) runSettle(stmt string, batch []*settleReq) (map[idToken]bool, error) {
 	n := len(batch)
 	ids, tokens, delays := make([]int64, n), make([]int64, n), make([]int64, n)
 	statuses, reasons := make([]string, n), make([]string, n)
@@ -466,12 +402,12 @@ func settleOutcome(r *settleReq, done map[idToken]bool, err error) error {
 	case done[idToken{r.id, r.token}]:
 		return nil
 	}
-	return fmt.Errorf("%w: the row is no longer leased to this delivery", pubsub.ErrLeaseExpired)
+	return errNotLeased
 }
 
 // ackWritten ends asynchronous ack r, whose outcome is err: a failure is
 // logged, nobody else hears of it.
-func (ps *PubSub) ackWritten(r *settleReq, err error) {
+func (ps *store) ackWritten(r *settleReq, err error) {
 	switch {
 	case err == nil:
 	case r.retried && errors.Is(err, pubsub.ErrLeaseExpired):
@@ -501,7 +437,7 @@ const (
 // that ran the statement, so that Flush, and Close, wait for the acks;
 // the other lane keeps settling meanwhile. A settle statement can run
 // again: it settles only the rows still leased to their deliveries.
-func (ps *PubSub) retryAcks(acks []*settleReq) {
+func (ps *store) retryAcks(acks []*settleReq) {
 	pause := time.Duration(0)
 	for len(acks) > 0 {
 		if pause > 0 {

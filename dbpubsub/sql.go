@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // statements are the constant SQL texts of the hot path and the background
@@ -243,7 +243,7 @@ func newStatements(table string) statements {
 					status = CASE WHEN t.attempts >= $2 THEN 'dead' ELSE 'pending' END,
 					run_at = now(),
 					lease_until = NULL,
-					last_error = CASE WHEN t.attempts >= $2 THEN '` + backend.ReasonLeaseExpired + `' ELSE t.last_error END,
+					last_error = CASE WHEN t.attempts >= $2 THEN '` + driver.ReasonLeaseExpired + `' ELSE t.last_error END,
 					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
 				WHERE t.id = ANY (ARRAY(SELECT id FROM x))
 				RETURNING t.topic, t.status, t.id, t.attempts)

@@ -26,7 +26,7 @@ import (
 // rows claimed for its consumers, the Dequeue calls waiting for them, and
 // the fetcher that claims them (fetcher.go).
 type topicState struct {
-	ps    *PubSub
+	ps    *store
 	name  string // the queue: the topic's name for its default subscription (see queueName)
 	topic string // the topic the queue belongs to
 	sub   string // the subscription the queue holds the copies of
@@ -51,35 +51,12 @@ type topicState struct {
 	pause pauseState // pause.go
 }
 
-// delivery is a row claimed for a consumer of this PubSub.
-type delivery struct {
-	id      int64
-	data    []byte
-	header  pubsub.Header // nil if none
-	attempt int
-	token   int64
-	runAt   time.Time
-	leased  time.Time // when the lease was last set (local clock); guarded by topicState.mu while buffered
-}
-
 // waiter is a Dequeue call waiting for a row. The fetcher sends it one row
 // (never blocking: cap 1) when it takes it off the waiters list.
 type waiter struct{ ch chan *delivery }
 
-// topic returns a handle on the default subscription of topic name, which
-// is valid.
-func (ps *PubSub) topic(name string) *Topic {
-	return ps.subscription(name, pubsub.DefaultSubscription)
-}
-
-// subscription returns a handle on subscription sub of topic: it reads
-// sub's queue and publishes to topic. Both names are valid.
-func (ps *PubSub) subscription(topic, sub string) *Topic {
-	return &Topic{st: ps.state(topic, sub), pub: ps.state(topic, pubsub.DefaultSubscription), h: backend.NewHandle()}
-}
-
 // state returns the state of the queue of subscription sub of topic.
-func (ps *PubSub) state(topic, sub string) *topicState {
+func (ps *store) state(topic, sub string) *topicState {
 	name := queueName(topic, sub)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -109,17 +86,13 @@ const queueSep = "\x1f"
 func (st *topicState) label() string { return backend.Label(st.topic, st.sub) }
 
 // wakeLocal wakes this PubSub's consumers of topic name, if it has any.
-func (ps *PubSub) wakeLocal(name string) {
+func (ps *store) wakeLocal(name string) {
 	ps.mu.RLock()
 	st := ps.topics[name]
 	ps.mu.RUnlock()
 	if st != nil {
 		st.wake()
 	}
-}
-
-func (st *topicState) closedErr() error {
-	return backend.ClosedError("dbpubsub", st.topic, st.sub)
 }
 
 // take returns a buffered row, or else registers the caller as a waiter.
@@ -282,13 +255,13 @@ func (st *topicState) lookupOn(ctx context.Context, db execer) (*topicMeta, erro
 // does not exist, or lacks migration 0007 (every statement that writes or
 // claims messages names its headers column) or 0008 (every claim reads
 // the paused table).
-func (ps *PubSub) qualifiedTable(ctx context.Context) (string, error) {
+func (ps *store) qualifiedTable(ctx context.Context) (string, error) {
 	return ps.qualifiedTableOn(ctx, ps.sqldb)
 }
 
 // qualifiedTableOn is qualifiedTable with its statement sent on db (see
 // lookupOn).
-func (ps *PubSub) qualifiedTableOn(ctx context.Context, db execer) (string, error) {
+func (ps *store) qualifiedTableOn(ctx context.Context, db execer) (string, error) {
 	if q := ps.qualified.Load(); q != nil {
 		return *q, nil
 	}
@@ -327,7 +300,7 @@ type idSequence struct {
 // idSeq returns the message table's id sequence, looking it up once per
 // PubSub, on db (see lookupOn); table is the table's schema-qualified,
 // quoted name.
-func (ps *PubSub) idSeq(ctx context.Context, db execer, table string) (*idSequence, error) {
+func (ps *store) idSeq(ctx context.Context, db execer, table string) (*idSequence, error) {
 	if s := ps.ids.Load(); s != nil {
 		return s, nil
 	}
@@ -357,22 +330,28 @@ func channelName(qualified, topic string) string {
 // reportFetch reports a claim of the queue that failed and is retried
 // (Options.OnFailure), or calls log without a hook.
 func (st *topicState) reportFetch(err error, log func()) {
-	st.ps.fails.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: st.topic, Subscription: st.sub, Err: err}, log)
-}
-
-// reportDead reports message id of the queue dead after attempt, for
-// cause, keeping reason (Options.OnFailure).
-func (st *topicState) reportDead(id int64, attempt int, cause pubsub.DeadCause, reason string) {
-	st.ps.reportDead(st.topic, st.sub, id, attempt, cause, reason)
+	st.ps.report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: st.topic, Subscription: st.sub, Err: err}, log)
 }
 
 // reportDead reports message id of subscription sub of topic dead
 // (Options.OnFailure).
-func (ps *PubSub) reportDead(topic, sub string, id int64, attempt int, cause pubsub.DeadCause, reason string) {
+func (ps *store) reportDead(topic, sub string, id int64, attempt int, cause pubsub.DeadCause, reason string) {
 	f := pubsub.Failure{Kind: pubsub.Dead, Cause: cause, Topic: topic, Subscription: sub,
 		MessageID: strconv.FormatInt(id, 10), Attempt: attempt}
 	if reason != "" {
 		f.Err = errors.New(reason)
 	}
-	ps.fails.Report(f, nil)
+	ps.report(f, nil)
+}
+
+// report hands f to the engine's failure hook (Options.OnFailure), or,
+// without one, calls log.
+func (ps *store) report(f pubsub.Failure, log func()) {
+	if ps.opts.OnFailure == nil {
+		if log != nil {
+			log()
+		}
+		return
+	}
+	ps.env.Report(f)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Subscriptions (migration 0005). Each subscription of a topic is a queue
@@ -23,11 +24,6 @@ import (
 // nothing, and the publish reads the route again and runs anew. So a
 // publish writes copies for exactly the subscriptions committed before its
 // statement began, in whichever process they were created.
-
-var (
-	_ pubsub.Subscriber = (*PubSub)(nil)
-	_ pubsub.Inbox      = (*Topic)(nil)
-)
 
 // maxReroutes bounds how many times one publish reads its route again; a
 // topic whose subscriptions change faster than that fails the publish.
@@ -167,7 +163,7 @@ func (rt *route) committed() {
 
 // notMigrated wraps err, the error of doing what, as migrations.ErrNotMigrated
 // when the tables of migration 0005 are missing.
-func notMigrated(ps *PubSub, err error, what string) error {
+func notMigrated(ps *store, err error, what string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
 		return fmt.Errorf("%s: %w", what, migrations.NotMigratedError(ps.opts.Table, "lacks migration 0005 (subscriptions)"))
@@ -176,74 +172,47 @@ func notMigrated(ps *PubSub, err error, what string) error {
 }
 
 // Subscribe creates subscription sub of topic unless it exists, for every
-// process on the database, and returns a handle on it: its Dequeue reads
-// sub's copies, its enqueues publish to topic, its dead letters and stats
-// are sub's (see pubsub.Subscriber). It creates the subscription's ready
-// table too.
-func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
-	if err := ps.checkNames(topic, sub); err != nil {
-		return nil, err
-	}
-	t := ps.subscription(topic, sub)
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	if err := t.st.declare(ctx); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("dbpubsub: subscribe to %s: %w", t.st.label(), err))
-	}
-	return t, nil
+// process on the database, with its ready table. Every subscription
+// delivers with the PubSub's retry policy and lease.
+func (ps *store) Subscribe(ctx context.Context, topic, sub string, _ driver.SubscriptionConfig) error {
+	return ctxErr(ctx, ps.state(topic, sub).declare(ctx))
 }
 
 // Subscriptions lists the subscriptions of topic, in name order.
-func (ps *PubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
-	if err := pubsub.ValidateTopicName(topic); err != nil {
-		return nil, fmt.Errorf("dbpubsub: %w", err)
-	}
-	what := fmt.Sprintf("list the subscriptions of topic %q", topic)
+func (ps *store) Subscriptions(ctx context.Context, topic string) ([]string, error) {
 	if _, err := ps.qualifiedTable(ctx); err != nil {
-		return nil, fmt.Errorf("dbpubsub: %s: %w", what, err)
+		return nil, err
 	}
 	sctx, cancel := ps.stmtCtx(ctx)
 	defer cancel()
 	rows, err := ps.sqldb.QueryContext(sctx, ps.stmts.listSubs, topic)
 	if err != nil {
-		return nil, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, what))
+		return nil, notMigrated(ps, err, "list them")
 	}
 	defer rows.Close()
 	subs := []string{}
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("dbpubsub: list the subscriptions of topic %q: %w", topic, err)
+			return nil, err
 		}
 		subs = append(subs, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dbpubsub: list the subscriptions of topic %q: %w", topic, err)
+		return nil, err
 	}
 	return subs, nil
 }
 
-// DeleteSubscription deletes subscription sub of topic and every copy its
-// queue keeps (pending, scheduled, processing, dead, and finished), with
-// its inbox keys, in one transaction. Deliveries of it in hand then fail
-// to settle with pubsub.ErrLeaseExpired, and the Dequeue calls of its
-// handles, in this process or another, return pubsub.ErrNoSubscription
-// until it is created again (those waiting in another process within
-// about Options.PollInterval); the default subscription's handles read a
-// new default. It wraps pubsub.ErrNoSubscription when topic has no
-// subscription sub.
-func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
-	if err := ps.checkNames(topic, sub); err != nil {
-		return err
-	}
+// DeleteSubscription is PubSub.DeleteSubscription.
+func (ps *store) DeleteSubscription(ctx context.Context, topic, sub string) error {
 	st := ps.state(topic, sub)
 	m, err := st.lookup(ctx)
 	if err != nil {
-		return fmt.Errorf("dbpubsub: delete %s: %w", st.label(), err)
+		return err
 	}
 	fail := func(err error) error {
-		return ctxErr(ctx, fmt.Errorf("dbpubsub: %w", notMigrated(ps, err, "delete "+st.label())))
+		return ctxErr(ctx, notMigrated(ps, err, "delete it"))
 	}
 	ctx, cancel := ps.stmtCtx(ctx) // the whole transaction: a handful of statements
 	defer cancel()
@@ -255,7 +224,7 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	var one int
 	err = tx.QueryRowContext(ctx, ps.stmts.dropSub, topic, sub).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("dbpubsub: delete %s: %w", st.label(), pubsub.ErrNoSubscription)
+		return pubsub.ErrNoSubscription
 	}
 	if err != nil {
 		return fail(err)
@@ -307,12 +276,6 @@ func (st *topicState) gone() {
 	st.waiters = st.waiters[:0]
 }
 
-// noSubscription is the error of a Dequeue call on st's deleted
-// subscription.
-func (st *topicState) noSubscription() error {
-	return fmt.Errorf("dbpubsub: dequeue on %s: %w", st.label(), pubsub.ErrNoSubscription)
-}
-
 // exists reports whether st's subscription is one of its topic's.
 func (st *topicState) exists(ctx context.Context) (bool, error) {
 	ps := st.ps
@@ -335,17 +298,6 @@ func (st *topicState) dropBuffered() {
 	defer st.mu.Unlock()
 	clear(st.buf)
 	st.buf = st.buf[:0]
-}
-
-// checkNames checks a topic and a subscription name given to the PubSub.
-func (ps *PubSub) checkNames(topic, sub string) error {
-	if err := pubsub.ValidateSubscription(topic, sub); err != nil {
-		return fmt.Errorf("dbpubsub: %w", err)
-	}
-	if ps.closing() {
-		return fmt.Errorf("dbpubsub: subscription %q of topic %q: %w", sub, topic, pubsub.ErrClosed)
-	}
-	return nil
 }
 
 // declare creates st's subscription unless it exists (with its ready
@@ -389,7 +341,7 @@ func (st *topicState) consume(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		return st.noSubscription()
+		return pubsub.ErrNoSubscription
 	}
 	st.declared.Store(true)
 	return nil

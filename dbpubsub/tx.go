@@ -30,12 +30,11 @@ func WithTx(ctx context.Context, idb bun.IDB) context.Context {
 	return pubsub.WithTx(ctx, idb)
 }
 
-// txFrom returns the caller's transaction that ctx asks an enqueue to run
-// in, as the bun.IDB and the database/sql handle under it, or nils when
-// there is none. A transaction this package cannot write in is an error
-// wrapping pubsub.ErrUnsupported.
-func txFrom(ctx context.Context) (bun.IDB, execer, error) {
-	v := pubsub.TxFrom(ctx)
+// txOf returns the caller's transaction v (pubsub.WithTx), nil for none,
+// as the bun.IDB and the database/sql handle under it, or nils. A
+// transaction this package cannot write in is an error wrapping
+// pubsub.ErrUnsupported.
+func txOf(v any) (bun.IDB, execer, error) {
 	if v == nil {
 		return nil, nil, nil
 	}
@@ -54,5 +53,5 @@ func txFrom(ctx context.Context) (bun.IDB, execer, error) {
 			return idb, t.Conn, nil
 		}
 	}
-	return nil, nil, fmt.Errorf("dbpubsub: cannot enqueue in a transaction of type %T, want a bun.Tx, *bun.DB or bun.Conn: %w", v, pubsub.ErrUnsupported)
+	return nil, nil, fmt.Errorf("cannot enqueue in a transaction of type %T, want a bun.Tx, *bun.DB or bun.Conn: %w", v, pubsub.ErrUnsupported)
 }

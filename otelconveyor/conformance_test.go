@@ -38,6 +38,7 @@ func TestConformance(t *testing.T) {
 		Abilities: func() pubsubtest.Abilities {
 			a := pubsubtest.AllMessageAbilities()
 			a.OldestReady = false
+			a.Quiesce = true
 			return a
 		}(),
 	}

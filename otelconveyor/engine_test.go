@@ -121,8 +121,9 @@ func TestWrapKeepsTheSpeedups(t *testing.T) {
 // TestRegisterObservesAnEngine: through Register, a backend built on the
 // engine is observed by it, not wrapped (the injector's PubSub is the
 // backend's own), and still traced: a message's process span is a child
-// of its send span, and its outcome is the engine's. A backend that is
-// not an engine (dbpubsub) is wrapped.
+// of its send span, and its outcome is the engine's. A backend whose
+// Register does not pass the engine its observer (dbpubsub's, today) is
+// wrapped, and traced the same.
 func TestRegisterObservesAnEngine(t *testing.T) {
 	eachBackend(t, func(t *testing.T, register func(*testing.T, context.Context)) {
 		s := newSDK(t, otelconveyor.Options{})

@@ -51,10 +51,11 @@
 // # Optional abilities
 //
 // Small interfaces a backend may implement (optional.go, inspect.go,
-// pause.go, subscription.go, inbox.go, ackcount.go), each called through
-// the package functions its doc names: EnqueueAt, EnqueueBatch,
-// EnqueueUnique, ExtendLease, Fail, Reject, ListDead, TopicStats, Pause,
-// Claim, Subscribe, Peek and so on. They find the ability through any
+// pause.go, subscription.go, inbox.go, ackcount.go, quiesce.go), each
+// called through the package functions its doc names: EnqueueAt,
+// EnqueueBatch, EnqueueUnique, ExtendLease, Fail, Reject, ListDead,
+// TopicStats, Pause, Claim, Subscribe, Peek, Quiesce (a PubSub's consumers
+// held still, in this process) and so on. They find the ability through any
 // wrapper that exposes Unwrap (As) and return ErrUnsupported, or use the
 // documented fallback, when a backend lacks one; a wrapper that only
 // observes an ability declares so (Forwarder) and never claims one the

@@ -87,7 +87,7 @@ func Abilities() pubsubtest.Abilities {
 		Delay: true, Unique: true, UniqueWindow: UniqueWindow, Inbox: true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
-		Subscriptions: true, FailureHook: true,
+		Subscriptions: true, FailureHook: true, Quiesce: true,
 		// Peek and Cancel are not offered (natspubsub/inspect.go).
 		TopicList: true, DeleteDead: true,
 		// Pause: JetStream 2.9 cannot pause a consumer (2.11 can).

@@ -107,6 +107,15 @@ type Inbox interface {
 	Claim(ctx context.Context, key string) (first bool, release func(context.Context) error, err error)
 }
 
+// Releaser is a Subscription that can give a delivery back unsettled,
+// due now, without counting its attempt: what the engine does with a
+// delivery Receive made as the quiesce gate shut (pubsub.Quiescer), which
+// no consumer saw. Without it the engine calls Retry with no delay, and
+// the message has one attempt more.
+type Releaser interface {
+	Release(ctx context.Context, d *Delivery) error
+}
+
 // SlotReceiver is a Subscription that hands out each delivery in a Slot it
 // keeps itself (an in-memory store: inside its message's entry), so that a
 // delivery costs the engine no allocation. The engine calls ReceiveSlot

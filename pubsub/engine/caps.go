@@ -19,6 +19,7 @@ type caps struct {
 	acks     driver.AckCounter
 	inbox    driver.Inbox
 	slots    driver.SlotReceiver
+	release  driver.Releaser
 }
 
 func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
@@ -33,6 +34,7 @@ func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
 	c.acks, _ = ds.(driver.AckCounter)
 	c.inbox, _ = ds.(driver.Inbox)
 	c.slots, _ = ds.(driver.SlotReceiver)
+	c.release, _ = ds.(driver.Releaser)
 	return c
 }
 

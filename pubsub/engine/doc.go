@@ -27,6 +27,8 @@
 //   - the abilities a handle reports: pubsub.As finds an optional ability
 //     on a handle only when its store has it (pubsub.Forwarder), through
 //     any number of wrappers;
+//   - the quiesce gate (pubsub.Quiescer, gate.go): every handle's
+//     Dequeue waits while it is shut, whatever the store;
 //   - hook points for instrumentation (Options.Observer): each enqueue
 //     with its ctx, before its header is read, and each delivery with
 //     its handling context and the outcome of its settles; the handles

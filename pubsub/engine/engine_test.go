@@ -41,7 +41,7 @@ func miniHarness() pubsubtest.Harness {
 				return engine.New(minidriver.New(), engine.Options{Name: "minidriver"})
 			})
 		},
-		Abilities: pubsubtest.Abilities{Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, FailureHook: true},
+		Abilities: pubsubtest.Abilities{Attempts: true, ExtendLease: true, FailReasons: true, Reject: true, FailureHook: true, Quiesce: true},
 	}
 }
 

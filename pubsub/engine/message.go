@@ -79,6 +79,7 @@ func (m *message) Ack(ctx context.Context) error {
 	err := t.ds.Ack(ctx, &m.Delivery)
 	if err == nil && m.Hook == nil {
 		m.State.Store(msgSettled)
+		t.ps.gate.release()
 		return nil
 	}
 	return m.end(ctx, Settle{Op: "ack", Outcome: Acked}, err)
@@ -125,7 +126,11 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 	if err := m.begin("extend lease"); err != nil {
 		return err
 	}
-	return m.end(ctx, Settle{Op: "extend lease"}, m.handle().ds.Extend(ctx, &m.Delivery, d))
+	err := m.handle().ds.Extend(ctx, &m.Delivery, d)
+	if err == nil {
+		m.handle().ps.gate.extended(time.Now().Add(d))
+	}
+	return m.end(ctx, Settle{Op: "extend lease"}, err)
 }
 
 // begin marks a settle or an extension op in flight, or says why none can
@@ -157,10 +162,12 @@ func (m *message) end(ctx context.Context, s Settle, err error) error {
 	switch {
 	case err == nil && s.Outcome != NotSettled:
 		m.State.Store(msgSettled)
+		m.handle().ps.gate.release()
 	case err == nil:
 		m.State.Store(msgOpen)
 	case errors.Is(err, driver.ErrLeaseLost):
 		m.State.Store(msgLost)
+		m.handle().ps.gate.release()
 	default:
 		m.State.Store(msgOpen)
 	}

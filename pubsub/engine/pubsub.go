@@ -29,6 +29,7 @@ type PubSub struct {
 	subs   driver.Subscriptions // nil without
 	lister driver.TopicLister   // nil without
 
+	gate   gate // the quiesce gate
 	closed atomic.Bool
 	once   sync.Once
 }
@@ -38,6 +39,7 @@ var (
 	_ pubsub.Subscriber  = (*PubSub)(nil)
 	_ pubsub.TopicLister = (*PubSub)(nil)
 	_ pubsub.Forwarder   = (*PubSub)(nil)
+	_ pubsub.Quiescer    = (*PubSub)(nil)
 )
 
 // New opens store and returns the PubSub over it, or an error naming the
@@ -59,6 +61,7 @@ func New(store driver.Store, opts Options) (*PubSub, error) {
 		named:    o.Named,
 		fails:    failhook.New(o.OnFailure),
 	}
+	ps.gate.init()
 	if o.Observe != nil {
 		ps.obs = o.Observe(ps)
 	}
@@ -167,13 +170,15 @@ func (ps *PubSub) Forwards(ability any) bool {
 }
 
 // Close stops the PubSub: every handle returns pubsub.ErrClosed from then
-// on, the calls waiting return, the store is closed, and the failure hook
-// has had what was waiting when Close returns. A second Close returns
+// on, the calls waiting return (those waiting on a quiesced PubSub's gate
+// too, and Quiesce), the store is closed, and the failure hook has had
+// what was waiting when Close returns. A second Close returns
 // pubsub.ErrClosed.
 func (ps *PubSub) Close() error {
 	err := fmt.Errorf("%s: %w", ps.name, pubsub.ErrClosed)
 	ps.once.Do(func() {
 		ps.closed.Store(true)
+		ps.gate.close()
 		err = ps.store.Close()
 		if err != nil {
 			err = fmt.Errorf("%s: close: %w", ps.name, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
@@ -22,6 +23,7 @@ type topic struct {
 	ds    driver.Subscription
 	h     backend.Handle
 	caps  caps
+	stop  atomic.Pointer[stopper] // its Receive calls' stop channel (gate.stopperFor)
 }
 
 var (
@@ -228,30 +230,62 @@ func (t *topic) publishErr(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %s on topic %q: %w", t.ps.name, op, t.name, err)
 }
 
-// Dequeue blocks until a message of the handle's subscription is ready,
-// ctx ends, or the handle closes.
+// Dequeue blocks until a message of the handle's subscription is ready
+// and the PubSub's quiesce gate is open, ctx ends, or the handle closes.
 func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	var m *message
-	if t.caps.slots != nil {
-		s, err := t.caps.slots.ReceiveSlot(ctx, t.h.Closed())
+	g := &t.ps.gate
+	for {
+		if err := t.check(); err != nil {
+			return nil, err
+		}
+		st := g.state.Load()
+		if st.shut {
+			if err := t.waitOpen(ctx, st); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		s := t.stop.Load()
+		if s == nil || s.st != st {
+			if s = g.stopperFor(t, st); s == nil {
+				continue // the gate shut meanwhile
+			}
+		}
+		m, err := t.receive(ctx, s.ch)
 		if err != nil {
+			if g.state.Load() != st && errors.Is(err, pubsub.ErrClosed) && !t.h.IsClosed() && !t.ps.closed.Load() {
+				continue // stopped by the gate
+			}
 			return nil, t.wrap(ctx, "dequeue", err)
 		}
-		m = (*message)(s)
-	} else {
-		m = new(message)
-		if err := t.ds.Receive(ctx, t.h.Closed(), &m.Delivery); err != nil {
-			return nil, t.wrap(ctx, "dequeue", err)
+		g.held.Add(1)
+		if g.state.Load().shut {
+			t.giveBack(ctx, &m.Delivery)
+			g.release()
+			continue
 		}
+		m.Owner = t
+		if t.ps.obs.Delivered != nil {
+			if o := t.ps.obs.Delivered(Delivery{Topic: t.name, Subscription: t.sub, Message: m}); o != nil {
+				m.Hook = o
+			}
+		}
+		return m, nil
 	}
-	m.Owner = t
-	if t.ps.obs.Delivered != nil {
-		if o := t.ps.obs.Delivered(Delivery{Topic: t.name, Subscription: t.sub, Message: m}); o != nil {
-			m.Hook = o
+}
+
+// receive is the store's Receive of one delivery for t, stopped by stop.
+func (t *topic) receive(ctx context.Context, stop <-chan struct{}) (*message, error) {
+	if t.caps.slots != nil {
+		s, err := t.caps.slots.ReceiveSlot(ctx, stop)
+		if err != nil {
+			return nil, err
 		}
+		return (*message)(s), nil
+	}
+	m := new(message)
+	if err := t.ds.Receive(ctx, stop, &m.Delivery); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -259,7 +293,13 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 // Close closes this handle; other handles on the topic, and the messages,
 // are untouched. Deliveries already made can still be settled. A second
 // Close returns pubsub.ErrClosed.
-func (t *topic) Close() error { return t.h.Close(t.closedErr()) }
+func (t *topic) Close() error {
+	err := t.h.Close(t.closedErr())
+	if s := t.stop.Load(); s != nil {
+		t.ps.gate.forget(s)
+	}
+	return err
+}
 
 // RetryPolicy returns the retry policy of the handle's messages (see
 // pubsub.RetryReporter).

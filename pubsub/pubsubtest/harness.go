@@ -55,6 +55,10 @@ type Abilities struct {
 	Reject      bool // Message: pubsub.Rejecter
 
 	Subscriptions bool // PubSub: pubsub.Subscriber
+	// Quiesce: PubSub: pubsub.Quiescer, the quiesce gate. Every backend
+	// on pubsub/engine has it. Not in AllMessageAbilities: a backend
+	// that implements pubsub itself declares it when it has the gate.
+	Quiesce bool
 
 	// Inspection (pubsub/inspect.go).
 	TopicList bool // PubSub: pubsub.TopicLister

@@ -57,7 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases, failureCases} {
+	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases, failureCases, quiesceCases} {
 		cases = append(cases, more...)
 	}
 	for _, c := range cases {
@@ -927,6 +927,7 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.Pauser (Abilities.Pause)", a.Pause, has[pubsub.Pauser](tp)},
 		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
 		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
+		{"pubsub.Quiescer (Abilities.Quiesce)", a.Quiesce, has[pubsub.Quiescer](ps)},
 		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
 		{"pubsub.Canceler (Abilities.Cancel)", a.Cancel, has[pubsub.Canceler](tp)},
 		{"pubsub.DeadDeleter (Abilities.DeleteDead)", a.DeleteDead, has[pubsub.DeadDeleter](tp)},
@@ -942,6 +943,9 @@ func testAbilities(t *testing.T, h Harness) {
 		case !c.declared && c.has:
 			t.Errorf("the backend (%T, topic %T) has %s, but the harness does not declare it: it would go untested", ps, tp, c.what)
 		}
+	}
+	if !a.Quiesce {
+		wantQuiesceUnsupported(t, ps)
 	}
 }
 
