@@ -170,6 +170,6 @@ func Harness(base dbpubsub.Options) pubsubtest.Harness {
 // them.
 func Abilities() pubsubtest.Abilities {
 	a := pubsubtest.AllMessageAbilities()
-	a.Durable, a.Shared, a.FailureHook = true, true, true
+	a.Durable, a.Shared, a.FailureHook, a.Quiesce = true, true, true, true
 	return a
 }

@@ -193,12 +193,8 @@ func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
 		return err
 	}
 	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
-	switch {
-	case err == nil:
-	case errors.Is(err, pubsub.ErrClosed):
-		err = t.closedErr()
-	default:
-		err = fmt.Errorf("%s: batch on topic %q: nothing enqueued: %w", t.ps.name, t.name, err)
+	if err != nil {
+		err = t.publishErr(ctx, "batch", err)
 	}
 	return err
 }
@@ -220,11 +216,16 @@ func (t *topic) enqueueContext(ctx context.Context) (pubsub.Header, any, error) 
 	return h, tx, nil
 }
 
+// publishErr words a store's error of the enqueue op: ctx's error as it
+// is; the store's bare pubsub.ErrClosed as the handle's closed error; the
+// rest with the backend's name, op and topic, keeping what the store said
+// (a write that Close cut off wraps pubsub.ErrClosed and says it may have
+// committed).
 func (t *topic) publishErr(ctx context.Context, op string, err error) error {
 	switch {
 	case isCtxErr(ctx, err):
 		return err
-	case errors.Is(err, pubsub.ErrClosed):
+	case err == pubsub.ErrClosed:
 		return t.closedErr()
 	}
 	return fmt.Errorf("%s: %s on topic %q: %w", t.ps.name, op, t.name, err)
@@ -327,13 +328,13 @@ func (t *topic) check() error {
 func (t *topic) closedErr() error { return backend.ClosedError(t.ps.name, t.name, t.sub) }
 
 // wrap words a store's error of op on the handle's subscription: ctx's
-// own error as it is, a closed store as the handle's closed error, the
-// rest with the backend's name, op and the subscription.
+// own error as it is, a store's bare pubsub.ErrClosed as the handle's
+// closed error, the rest with the backend's name, op and the subscription.
 func (t *topic) wrap(ctx context.Context, op string, err error) error {
 	switch {
 	case err == nil, isCtxErr(ctx, err):
 		return err
-	case errors.Is(err, pubsub.ErrClosed):
+	case err == pubsub.ErrClosed:
 		return t.closedErr()
 	}
 	return fmt.Errorf("%s: %s on %s: %w", t.ps.name, op, t.label, err)
