@@ -40,13 +40,16 @@ func New() *PubSub {
 
 // NewWithOptions returns a PubSub configured by opts, or an error naming the
 // first field of opts that makes no sense.
-func NewWithOptions(opts Options) (*PubSub, error) {
+func NewWithOptions(opts Options) (*PubSub, error) { return newObserved(opts, nil) }
+
+// newObserved is NewWithOptions with the engine's Options.Observe.
+func newObserved(opts Options, observe func(*engine.PubSub) engine.Observer) (*PubSub, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	e, err := engine.New(newStore(o), engine.Options{
-		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure,
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Observe: observe,
 	})
 	if err != nil {
 		return nil, err

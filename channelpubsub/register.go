@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
 // Register registers a PubSub with the default Options as the
@@ -18,7 +19,7 @@ func Register(ctx context.Context) error {
 // the PubSub is first resolved.
 func RegisterWithOptions(ctx context.Context, opts Options) error {
 	_, err := opts.withDefaults()
-	return backend.Register(ctx, err, func(context.Context) (*PubSub, error) {
-		return NewWithOptions(opts)
+	return backend.Register(ctx, err, func(ctx context.Context) (*PubSub, error) {
+		return newObserved(opts, engine.RegisteredObserver(ctx))
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -221,9 +220,9 @@ func TestEnqueueOwned(t *testing.T) {
 	t.Cleanup(func() { _ = ps.Close() })
 
 	tp := ps.Topic("owned")
-	o, ok := tp.(backend.OwnedEnqueuer)
+	o, ok := tp.(pubsub.OwnedEnqueuer)
 	if !ok {
-		t.Fatalf("%T is no backend.OwnedEnqueuer", tp)
+		t.Fatalf("%T is no pubsub.OwnedEnqueuer", tp)
 	}
 	owned, copied := []byte("handed over"), []byte("copied")
 	if err := o.EnqueueOwned(ctx, owned); err != nil {
@@ -256,7 +255,7 @@ func TestEnqueueOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("fanned out")
-	if err := a.(backend.OwnedEnqueuer).EnqueueOwned(ctx, data); err != nil {
+	if err := a.(pubsub.OwnedEnqueuer).EnqueueOwned(ctx, data); err != nil {
 		t.Fatal(err)
 	}
 	ma, err := a.Dequeue(ctx)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -54,6 +53,7 @@ func NewDispatcher(topic pubsub.Topic, opts DispatcherOptions) Dispatcher {
 	}
 	d := &dispatcher{topic: topic, source: opts.Source, validSource: checkURIRef(opts.Source) == nil}
 	d.starter, _ = pubsub.As[pubsub.EnqueueStarter](topic)
+	d.owned, _ = pubsub.FindSpeedup[pubsub.OwnedEnqueuer](topic)
 	return d
 }
 
@@ -62,6 +62,7 @@ type dispatcher struct {
 	source      string
 	validSource bool                  // source is a URI-reference, checked once
 	starter     pubsub.EnqueueStarter // a tracing wrapper's, or nil
+	owned       pubsub.OwnedEnqueuer  // the topic's copy-free enqueue, or nil
 }
 
 // start starts the topic's work for an enqueue of n events (a tracing
@@ -101,8 +102,8 @@ func (d *dispatcher) Dispatch(ctx context.Context, e Event, opts ...Option) (err
 	if err != nil {
 		return err
 	}
-	if o, ok := d.topic.(backend.OwnedEnqueuer); ok {
-		err = o.EnqueueOwned(ctx, b) // b is ours and goes no further
+	if d.owned != nil {
+		err = d.owned.EnqueueOwned(ctx, b) // b is ours and goes no further
 	} else {
 		err = d.topic.Enqueue(ctx, b)
 	}

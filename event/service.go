@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/di"
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -482,7 +481,7 @@ func (s *Service) process(m pubsub.Message, idBuf *[]byte) {
 	// for the envelope's attributes, instead of one of its own. The
 	// worker's buffer is written here only: decode copies what it keeps.
 	var id []byte
-	ida, appends := m.(backend.IDAppender)
+	ida, appends := pubsub.FindSpeedup[pubsub.IDAppender](m)
 	if appends {
 		id = ida.AppendID((*idBuf)[:0])
 		*idBuf = id

@@ -58,7 +58,7 @@ func New(nc *nats.Conn, opts Options) (*PubSub, error) {
 	if nc == nil {
 		return nil, errors.New("natspubsub: New: nil *nats.Conn")
 	}
-	return newPubSub(nc, false, opts)
+	return newPubSub(nc, false, opts, nil)
 }
 
 // Connect connects to the server at url (a comma-separated list for a
@@ -74,7 +74,7 @@ func Connect(url string, opts Options) (*PubSub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natspubsub: connecting to %s: %w", url, err)
 	}
-	ps, err := newPubSub(nc, true, opts)
+	ps, err := newPubSub(nc, true, opts, nil)
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -82,7 +82,7 @@ func Connect(url string, opts Options) (*PubSub, error) {
 	return ps, nil
 }
 
-func newPubSub(nc *nats.Conn, owned bool, opts Options) (*PubSub, error) {
+func newPubSub(nc *nats.Conn, owned bool, opts Options, observe func(*engine.PubSub) engine.Observer) (*PubSub, error) {
 	o, err := opts.resolve(int(nc.MaxPayload()))
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func newPubSub(nc *nats.Conn, owned bool, opts Options) (*PubSub, error) {
 	}
 	s := newStore(nc, owned, js, o)
 	e, err := engine.New(s, engine.Options{
-		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Named: true,
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Named: true, Observe: observe,
 	})
 	if err != nil {
 		return nil, err

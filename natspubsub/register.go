@@ -8,6 +8,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
 // Register registers a PubSub with the default Options as the
@@ -28,6 +29,6 @@ func RegisterWithOptions(ctx context.Context, opts Options) error {
 		if err != nil {
 			return nil, fmt.Errorf("natspubsub: the PubSub needs the app's *nats.Conn in the injector (di.RegisterBorrowed(ctx, nc) or di.RegisterSingleton(ctx, nc)): %w", err)
 		}
-		return New(nc, opts)
+		return newPubSub(nc, false, opts, engine.RegisteredObserver(ctx))
 	})
 }

@@ -17,6 +17,12 @@
 //
 // or, without an injector, ps = tel.Wrap(ps).
 //
+// Through Register, a backend built on conveyor's engine (channelpubsub,
+// natspubsub) is not wrapped: the Telemetry is its engine's Observer
+// (engine.RegisterObserver), and the engine's hook points make the same
+// spans and counts, with the outcome of each settle as the engine
+// decided it. Another backend is wrapped.
+//
 // # Traces
 //
 // Following the OpenTelemetry semantic conventions for messaging:

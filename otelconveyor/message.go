@@ -51,17 +51,28 @@ var (
 	_ pubsub.Failer         = (*message)(nil)
 	_ pubsub.Rejecter       = (*message)(nil)
 	_ pubsub.ContextCarrier = (*message)(nil)
+	_ pubsub.IDAppender     = (*message)(nil)
 	_ pubsub.Forwarder      = (*message)(nil)
 )
 
-// Forwards says that Fail and Reject only trace the wrapped delivery's:
-// the wrapped message has them or the wrapper does not claim them.
+// Forwards says that Fail and Reject only trace the wrapped delivery's,
+// and AppendID only forwards it: the wrapped message has them or the
+// wrapper does not claim them.
 func (*message) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Failer, *pubsub.Rejecter:
+	case *pubsub.Failer, *pubsub.Rejecter, *pubsub.IDAppender:
 		return true
 	}
 	return false
+}
+
+// AppendID keeps the wrapped delivery's (see pubsub.IDAppender), which
+// the event package's Service uses.
+func (m *message) AppendID(b []byte) []byte {
+	if a, ok := pubsub.FindSpeedup[pubsub.IDAppender](m.Message); ok {
+		return a.AppendID(b)
+	}
+	return append(b, m.Message.ID()...)
 }
 
 func (w *topic_) deliver(m pubsub.Message) *message {

@@ -43,6 +43,7 @@ type statsEntry struct {
 	last       pubsub.Stats
 	ok         bool // last holds a reading
 	off        bool // the backend cannot count
+	gone       bool // its PubSub is closed
 }
 
 func newStatsCollector(interval time.Duration) *statsCollector {
@@ -144,8 +145,20 @@ func (c *statsCollector) refresh(ctx context.Context) {
 		switch {
 		case errors.Is(err, pubsub.ErrUnsupported):
 			e.off = true
+		case errors.Is(err, pubsub.ErrClosed):
+			// Its PubSub was closed without a wrapper to say so (an
+			// engine's Observer): nothing to read any more.
+			e.off, e.gone = true, true
 		case err == nil:
 			e.last, e.ok = s, true
 		}
 	}
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		if !e.gone {
+			kept = append(kept, e)
+		}
+	}
+	clear(c.entries[len(kept):])
+	c.entries = kept
 }

@@ -13,7 +13,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -154,16 +153,17 @@ var (
 	_ pubsub.BatchEnqueuer  = (*topic_)(nil)
 	_ pubsub.UniqueEnqueuer = (*topic_)(nil)
 	_ pubsub.EnqueueStarter = (*topic_)(nil)
-	_ backend.OwnedEnqueuer = (*topic_)(nil)
+	_ pubsub.OwnedEnqueuer  = (*topic_)(nil)
 	_ pubsub.Forwarder      = (*topic_)(nil)
 )
 
-// Forwards says that the enqueue abilities only trace the wrapped topic's:
-// the topic has each one only if the wrapped topic does (pubsub.As), so a
-// caller that checks for an all-or-none batch is not misled.
+// Forwards says that the enqueue abilities and the copy-free enqueue only
+// trace the wrapped topic's: the topic has each one only if the wrapped
+// topic does (pubsub.As, pubsub.FindSpeedup), so a caller that checks for
+// an all-or-none batch is not misled.
 func (*topic_) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer:
+	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer, *pubsub.OwnedEnqueuer:
 		return true
 	}
 	return false
@@ -179,10 +179,10 @@ func (w *topic_) Enqueue(ctx context.Context, data []byte) error {
 }
 
 // EnqueueOwned keeps the wrapped topic's copy-free enqueue (see
-// backend.OwnedEnqueuer), which the event package uses.
+// pubsub.OwnedEnqueuer), which the event package uses.
 func (w *topic_) EnqueueOwned(ctx context.Context, data []byte) error {
 	return w.publish(ctx, 1, len(data), opEnqueue, func(ctx context.Context) error {
-		if o, ok := w.inner.(backend.OwnedEnqueuer); ok {
+		if o, ok := pubsub.FindSpeedup[pubsub.OwnedEnqueuer](w.inner); ok {
 			return o.EnqueueOwned(ctx, data)
 		}
 		return w.inner.Enqueue(ctx, data)

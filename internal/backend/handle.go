@@ -97,22 +97,9 @@ type Topic interface {
 	pubsub.RetryReporter
 }
 
-// OwnedEnqueuer is a topic that can keep the data it enqueues instead of a
-// copy (pubsub.Topic's Enqueue copies, or sends, what it is given: the
-// caller may reuse it). The caller of EnqueueOwned hands data over and
-// never writes it again; a caller without such data, or a topic without
-// the method, uses Enqueue. The event package's Dispatcher hands over
-// each envelope it encodes.
-type OwnedEnqueuer interface {
-	EnqueueOwned(ctx context.Context, data []byte) error
-}
-
-// IDAppender is a message that can write its ID (pubsub.Message.ID) into
-// a buffer instead of a new string: the event package's Service keeps it
-// in the one string it makes for the event's attributes.
-type IDAppender interface {
-	AppendID(b []byte) []byte
-}
+// OwnedEnqueuer is pubsub.OwnedEnqueuer under the name dbpubsub's handle
+// interface still uses.
+type OwnedEnqueuer = pubsub.OwnedEnqueuer
 
 // Message is a delivery with every optional ability of package pubsub.
 type Message interface {

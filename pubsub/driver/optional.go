@@ -129,7 +129,8 @@ type SlotReceiver interface {
 // Slot is a Delivery with room for the engine's state of it.
 type Slot struct {
 	Delivery Delivery
-	// Owner and State are the engine's; a store leaves them zero.
+	// Owner, State and Hook are the engine's; a store leaves them zero.
 	Owner any
 	State atomic.Uint32
+	Hook  any // what the engine's Observer keeps of the delivery
 }

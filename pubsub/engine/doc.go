@@ -29,7 +29,11 @@
 //     any number of wrappers;
 //   - the quiesce gate (pubsub.Quiescer, gate.go): every handle's
 //     Dequeue waits while it is shut, whatever the store;
-//   - hook points for instrumentation (Options.Observer).
+//   - hook points for instrumentation (Options.Observer): each enqueue
+//     with its ctx, before its header is read, and each delivery with
+//     its handling context and the outcome of its settles; the handles
+//     are then pubsub.EnqueueStarter and the messages
+//     pubsub.ContextCarrier.
 //
 // What is specific to a store (its grouping of statements, its wake-ups,
 // its fetch batching) stays in its driver.

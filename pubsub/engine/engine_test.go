@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -300,39 +299,6 @@ func TestCloseEndsWaitingCalls(t *testing.T) {
 type wrapper struct{ pubsub.Topic }
 
 func (w wrapper) Unwrap() pubsub.Topic { return w.Topic }
-
-// TestObserver: the hook points see each enqueue, delivery and settle,
-// with their outcome.
-func TestObserver(t *testing.T) {
-	ctx := context.Background()
-	var published, delivered []string
-	var settled []string
-	ps := newMini(t, engine.Options{Observer: engine.Observer{
-		Published: func(topic string, n int, err error) { published = append(published, fmt.Sprint(topic, n, err)) },
-		Delivered: func(topic, sub string, attempt int) { delivered = append(delivered, fmt.Sprint(topic, sub, attempt)) },
-		Settled: func(topic, sub, op string, attempt int, err error) {
-			settled = append(settled, fmt.Sprint(topic, " ", op, " ", attempt, " ", errors.Is(err, pubsub.ErrLeaseExpired)))
-		},
-	}})
-	tp := ps.Topic("seen")
-	if err := tp.Enqueue(ctx, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	m, err := tp.Dequeue(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Nack(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_ = m.Ack(ctx) // settled: refused by the engine, never reaches the store
-	want := struct{ published, delivered, settled []string }{
-		[]string{"seen1 <nil>"}, []string{"seendefault1"}, []string{"seen nack 1 false"},
-	}
-	if fmt.Sprint(published, delivered, settled) != fmt.Sprint(want.published, want.delivered, want.settled) {
-		t.Fatalf("observed %v %v %v, want %v %v %v", published, delivered, settled, want.published, want.delivered, want.settled)
-	}
-}
 
 // named is what relay asks of a source handle for its default Source.
 type named interface {

@@ -31,9 +31,11 @@ const (
 )
 
 var (
-	_ backend.Message    = (*message)(nil)
-	_ backend.IDAppender = (*message)(nil)
-	_ pubsub.Headerer    = (*message)(nil)
+	_ backend.Message       = (*message)(nil)
+	_ pubsub.IDAppender     = (*message)(nil)
+	_ pubsub.Headerer       = (*message)(nil)
+	_ pubsub.ContextCarrier = (*message)(nil)
+	_ pubsub.Forwarder      = (*message)(nil)
 )
 
 func (m *message) ID() string            { return m.Delivery.Msg.ID() }
@@ -41,12 +43,29 @@ func (m *message) Data() []byte          { return m.Delivery.Data }
 func (m *message) Header() pubsub.Header { return m.Delivery.Header }
 func (m *message) Attempt() int          { return m.Delivery.Attempt }
 
-// AppendID appends m.ID() to b (backend.IDAppender).
+// AppendID appends m.ID() to b (pubsub.IDAppender).
 func (m *message) AppendID(b []byte) []byte {
 	if a, ok := m.Delivery.Msg.(driver.IDAppender); ok {
 		return a.AppendID(b)
 	}
 	return append(b, m.Delivery.Msg.ID()...)
+}
+
+// Context returns ctx carrying the delivery's handling context, as its
+// Observation says (see pubsub.ContextCarrier); without one, ctx.
+func (m *message) Context(ctx context.Context) context.Context {
+	if o, ok := m.Hook.(Observation); ok {
+		return o.Context(ctx)
+	}
+	return ctx
+}
+
+// Forwards reports pubsub.ContextCarrier when the delivery has no
+// Observation: pubsub.As then does not find it, and
+// pubsub.HandlingContext costs nothing.
+func (m *message) Forwards(ability any) bool {
+	_, ok := ability.(*pubsub.ContextCarrier)
+	return ok && m.Hook == nil
 }
 
 // Ack settles the message for good.
@@ -58,12 +77,12 @@ func (m *message) Ack(ctx context.Context) error {
 		}
 	}
 	err := t.ds.Ack(ctx, &m.Delivery)
-	if err == nil && t.ps.obs.Settled == nil {
+	if err == nil && m.Hook == nil {
 		m.State.Store(msgSettled)
 		t.ps.gate.release()
 		return nil
 	}
-	return m.end(ctx, "ack", err, true)
+	return m.end(ctx, Settle{Op: "ack", Outcome: Acked}, err)
 }
 
 // Nack gives the message back for redelivery after the retry policy's
@@ -81,9 +100,9 @@ func (m *message) Fail(ctx context.Context, reason error) error {
 		if err == nil {
 			m.reportDead(pubsub.AttemptsExhausted, f.Reason)
 		}
-		return m.end(ctx, "nack", err, true)
+		return m.end(ctx, Settle{Op: "nack", Outcome: Dead, Reason: reason}, err)
 	}
-	return m.end(ctx, "nack", m.handle().ds.Retry(ctx, &m.Delivery, f.Backoff, f.Reason), true)
+	return m.end(ctx, Settle{Op: "nack", Outcome: Retried, Reason: reason}, m.handle().ds.Retry(ctx, &m.Delivery, f.Backoff, f.Reason))
 }
 
 // Reject makes the message dead at once, keeping reason.
@@ -96,7 +115,7 @@ func (m *message) Reject(ctx context.Context, reason error) error {
 	if err == nil {
 		m.reportDead(pubsub.Rejected, r)
 	}
-	return m.end(ctx, "reject", err, true)
+	return m.end(ctx, Settle{Op: "reject", Outcome: Dead, Reason: reason}, err)
 }
 
 // ExtendLease moves the lease deadline to now+d.
@@ -111,7 +130,7 @@ func (m *message) ExtendLease(ctx context.Context, d time.Duration) error {
 	if err == nil {
 		m.handle().ps.gate.extended(time.Now().Add(d))
 	}
-	return m.end(ctx, "extend lease", err, false)
+	return m.end(ctx, Settle{Op: "extend lease"}, err)
 }
 
 // begin marks a settle or an extension op in flight, or says why none can
@@ -134,13 +153,14 @@ func (m *message) begin(op string) error {
 	}
 }
 
-// end records the outcome of the store's op: settled (when settles says
-// the op settles) or open again after a success, lost after an error
-// wrapping driver.ErrLeaseLost, open after any other (nothing was
-// changed, or it is unknown: the caller may try again).
-func (m *message) end(ctx context.Context, op string, err error, settles bool) error {
+// end records the outcome of the store's op s: settled (when s has an
+// outcome) or open again after a success, lost after an error wrapping
+// driver.ErrLeaseLost, open after any other (nothing was changed, or it
+// is unknown: the caller may try again). The delivery's Observation hears
+// of it.
+func (m *message) end(ctx context.Context, s Settle, err error) error {
 	switch {
-	case err == nil && settles:
+	case err == nil && s.Outcome != NotSettled:
 		m.State.Store(msgSettled)
 		m.handle().ps.gate.release()
 	case err == nil:
@@ -151,9 +171,16 @@ func (m *message) end(ctx context.Context, op string, err error, settles bool) e
 	default:
 		m.State.Store(msgOpen)
 	}
-	if obs := m.handle().ps.obs.Settled; obs != nil {
-		obs(m.handle().name, m.handle().sub, op, m.Delivery.Attempt, err)
+	err = m.settleErr(ctx, s.Op, err)
+	if o, ok := m.Hook.(Observation); ok {
+		s.Err = err
+		o.Settled(s)
 	}
+	return err
+}
+
+// settleErr words the store's error of op.
+func (m *message) settleErr(ctx context.Context, op string, err error) error {
 	if err == nil || isCtxErr(ctx, err) {
 		return err
 	}

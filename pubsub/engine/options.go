@@ -31,9 +31,15 @@ type Options struct {
 	// processes and restarts: a relay's destination keeps one message per
 	// source and ID.
 	Named bool
-	// Observer is told of each enqueue, delivery and settle, for
-	// instrumentation. The zero value observes nothing.
+	// Observer is where instrumentation attaches: it hears of each
+	// enqueue, delivery and settle, with their contexts. The zero value
+	// observes nothing.
 	Observer Observer
+	// Observe, when set, is called by New with the PubSub before New
+	// returns it, and the Observer it returns is the engine's instead of
+	// Observer: instrumentation that reads the PubSub (its topics' Stats)
+	// attaches so. A backend's Register passes RegisteredObserver(ctx).
+	Observe func(*PubSub) Observer
 }
 
 // Resolve returns o with its defaults applied, or an error naming the
@@ -46,17 +52,4 @@ func (o Options) Resolve() (Options, error) {
 	}
 	o.Retry, o.Lease, o.MaxDataSize = shared.Retry, shared.Lease, shared.MaxDataSize
 	return o, nil
-}
-
-// Observer is where instrumentation attaches to an engine: each func, when
-// set, is called on the caller's goroutine after the operation, and must
-// not block.
-type Observer struct {
-	// Published: an enqueue of n messages on topic ended with err.
-	Published func(topic string, n int, err error)
-	// Delivered: a Dequeue of sub of topic handed out a delivery.
-	Delivered func(topic, sub string, attempt int)
-	// Settled: the settle op ("ack", "nack", "reject", "extend lease")
-	// of a delivery of sub of topic ended with err.
-	Settled func(topic, sub, op string, attempt int, err error)
 }

@@ -62,6 +62,9 @@ func New(store driver.Store, opts Options) (*PubSub, error) {
 		fails:    failhook.New(o.OnFailure),
 	}
 	ps.gate.init()
+	if o.Observe != nil {
+		ps.obs = o.Observe(ps)
+	}
 	ps.subs, _ = store.(driver.Subscriptions)
 	ps.lister, _ = store.(driver.TopicLister)
 	ps.features, err = store.Open(driver.Env{Defaults: ps.defaults, Report: ps.report})
@@ -184,6 +187,11 @@ func (ps *PubSub) Close() error {
 	})
 	return err
 }
+
+// Observed reports whether ps has an Observer (Options.Observer or
+// Options.Observe): instrumentation that would wrap ps attaches there
+// instead.
+func (ps *PubSub) Observed() bool { return ps.obs.StartEnqueue != nil || ps.obs.Delivered != nil }
 
 // Shutdown closes ps; it lets a dependency injector stop it.
 func (ps *PubSub) Shutdown(context.Context) error { return ps.Close() }

@@ -28,7 +28,8 @@ type topic struct {
 
 var (
 	_ backend.Topic         = (*topic)(nil)
-	_ backend.OwnedEnqueuer = (*topic)(nil)
+	_ pubsub.OwnedEnqueuer  = (*topic)(nil)
+	_ pubsub.EnqueueStarter = (*topic)(nil)
 	_ pubsub.Forwarder      = (*topic)(nil)
 )
 
@@ -64,14 +65,14 @@ func (t *namedTopic) Subscription() string { return t.sub }
 // Enqueue publishes a copy of data to every subscription of the topic. It
 // may block for room until ctx ends.
 func (t *topic) Enqueue(ctx context.Context, data []byte) error {
-	_, err := t.publish(ctx, driver.Outgoing{Data: data})
+	_, err := t.publish(ctx, OpEnqueue, driver.Outgoing{Data: data})
 	return err
 }
 
 // EnqueueOwned is Enqueue of data handed over by the caller, who never
-// writes it again (backend.OwnedEnqueuer): the store may keep it uncopied.
+// writes it again (pubsub.OwnedEnqueuer): the store may keep it uncopied.
 func (t *topic) EnqueueOwned(ctx context.Context, data []byte) error {
-	_, err := t.publish(ctx, driver.Outgoing{Data: data, Owned: true})
+	_, err := t.publish(ctx, OpEnqueue, driver.Outgoing{Data: data, Owned: true})
 	return err
 }
 
@@ -80,7 +81,7 @@ func (t *topic) EnqueueAt(ctx context.Context, data []byte, at time.Time) error 
 	if !t.ps.features.Has(driver.Delay) {
 		return t.ps.unsupported("delayed enqueue")
 	}
-	_, err := t.publish(ctx, driver.Outgoing{Data: data, At: at})
+	_, err := t.publish(ctx, OpEnqueueAt, driver.Outgoing{Data: data, At: at})
 	return err
 }
 
@@ -93,12 +94,54 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 	if err := pubsub.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("%s: unique enqueue on topic %q: %w", t.ps.name, t.name, err)
 	}
-	return t.publish(ctx, driver.Outgoing{Data: data, Key: key})
+	return t.publish(ctx, OpEnqueueUnique, driver.Outgoing{Data: data, Key: key})
 }
 
-// publish checks m and the handle, completes m from ctx (its header, the
+// startedKey marks the ctx of an enqueue whose observation a StartEnqueue
+// of the handle (its value) started: the enqueue is observed by that one.
+type startedKey struct{}
+
+// StartEnqueue starts the Observer's observation of an enqueue of n
+// messages (see pubsub.EnqueueStarter): the event package calls it before
+// it encodes events, so that each carries the header the Observer adds.
+// Without Observer.StartEnqueue it returns ctx and an end that does
+// nothing, and pubsub.As does not find it (Forwards).
+func (t *topic) StartEnqueue(ctx context.Context, n int) (context.Context, func(error)) {
+	start := t.ps.obs.StartEnqueue
+	if start == nil {
+		return ctx, endNothing
+	}
+	op := OpEnqueue
+	if n != 1 {
+		op = OpEnqueueBatch
+	}
+	ctx, end := start(ctx, Enqueue{Topic: t.name, Op: op, N: n, Size: -1})
+	return context.WithValue(ctx, startedKey{}, t), func(err error) { end(EnqueueEnd{Err: err}) }
+}
+
+func endNothing(error) {}
+
+// observed reports whether an enqueue with ctx is to be observed on its
+// own: there is an Observer.StartEnqueue, and no StartEnqueue of t
+// started the observation already.
+func (t *topic) observed(ctx context.Context) bool {
+	return t.ps.obs.StartEnqueue != nil && ctx.Value(startedKey{}) != t
+}
+
+// publish is send of m, observed (Observer.StartEnqueue) as op.
+func (t *topic) publish(ctx context.Context, op EnqueueOp, m driver.Outgoing) (bool, error) {
+	if !t.observed(ctx) {
+		return t.send(ctx, m)
+	}
+	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: op, N: 1, Size: len(m.Data)})
+	added, err := t.send(ctx, m)
+	end(EnqueueEnd{Err: err, Duplicate: err == nil && m.Key != "" && !added})
+	return added, err
+}
+
+// send checks m and the handle, completes m from ctx (its header, the
 // caller's transaction) and hands it to the store.
-func (t *topic) publish(ctx context.Context, m driver.Outgoing) (bool, error) {
+func (t *topic) send(ctx context.Context, m driver.Outgoing) (bool, error) {
 	if err := t.check(); err != nil {
 		return false, err
 	}
@@ -116,9 +159,6 @@ func (t *topic) publish(ctx context.Context, m driver.Outgoing) (bool, error) {
 	if err != nil {
 		err = t.publishErr(ctx, "enqueue", err)
 	}
-	if t.ps.obs.Published != nil {
-		t.ps.obs.Published(t.name, 1, err)
-	}
 	return added, err
 }
 
@@ -129,6 +169,17 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	if t.caps.batch == nil {
 		return t.ps.unsupported("batch enqueue")
 	}
+	if !t.observed(ctx) {
+		return t.sendBatch(ctx, data)
+	}
+	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: OpEnqueueBatch, N: len(data), Size: -1})
+	err := t.sendBatch(ctx, data)
+	end(EnqueueEnd{Err: err})
+	return err
+}
+
+// sendBatch checks data and the handle and hands the batch to the store.
+func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
 	if err := t.check(); err != nil {
 		return err
 	}
@@ -144,9 +195,6 @@ func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
 	if err != nil {
 		err = t.publishErr(ctx, "batch", err)
-	}
-	if t.ps.obs.Published != nil {
-		t.ps.obs.Published(t.name, len(data), err)
 	}
 	return err
 }
@@ -219,7 +267,9 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 		}
 		m.Owner = t
 		if t.ps.obs.Delivered != nil {
-			t.ps.obs.Delivered(t.name, t.sub, m.Delivery.Attempt)
+			if o := t.ps.obs.Delivered(Delivery{Topic: t.name, Subscription: t.sub, Message: m}); o != nil {
+				m.Hook = o
+			}
 		}
 		return m, nil
 	}
@@ -259,8 +309,14 @@ func (t *topic) RetryPolicy() pubsub.RetryPolicy { return t.ps.defaults.Retry }
 // Forwards reports the abilities the handle's store lacks: pubsub.As then
 // finds none of them on it, nor on a wrapper that forwards them
 // (pubsub.Forwarder), while the handle's own methods return
-// pubsub.ErrUnsupported.
-func (t *topic) Forwards(ability any) bool { return !t.caps.has(ability) }
+// pubsub.ErrUnsupported. It reports pubsub.EnqueueStarter too, unless
+// the Observer starts enqueues.
+func (t *topic) Forwards(ability any) bool {
+	if _, ok := ability.(*pubsub.EnqueueStarter); ok {
+		return t.ps.obs.StartEnqueue == nil
+	}
+	return !t.caps.has(ability)
+}
 
 func (t *topic) check() error {
 	if t.h.IsClosed() || t.ps.closed.Load() {
