@@ -44,6 +44,12 @@ var (
 // must be github.com/jackc/pgx/v5/stdlib (see Open) unless
 // Options.ListenDSN is set.
 func New(db *bun.DB, opts Options) (*PubSub, error) {
+	return newObserved(db, opts, nil)
+}
+
+// newObserved is New with the observer an instrumentation registered in
+// the injector (engine.RegisteredObserver), nil if none.
+func newObserved(db *bun.DB, opts Options, observe func(*engine.PubSub) engine.Observer) (*PubSub, error) {
 	if db == nil {
 		return nil, errors.New("dbpubsub: New: nil *bun.DB")
 	}
@@ -53,7 +59,7 @@ func New(db *bun.DB, opts Options) (*PubSub, error) {
 	}
 	s := newStore(db, o)
 	e, err := engine.New(s, engine.Options{
-		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure,
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Observe: observe,
 	})
 	if err != nil {
 		return nil, err

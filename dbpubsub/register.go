@@ -8,6 +8,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
 // Register registers a PubSub with the default Options as the
@@ -29,6 +30,6 @@ func RegisterWithOptions(ctx context.Context, opts Options) error {
 		if err != nil {
 			return nil, fmt.Errorf("dbpubsub: the PubSub needs the app's *bun.DB in the injector (di.RegisterBorrowed(ctx, db) or di.RegisterSingleton(ctx, db)): %w", err)
 		}
-		return New(db, opts)
+		return newObserved(db, opts, engine.RegisteredObserver(ctx))
 	})
 }

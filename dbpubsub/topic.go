@@ -28,10 +28,12 @@ type Topic struct {
 }
 
 // handle is what the engine's handle on a dbpubsub store has: every
-// optional ability.
+// optional ability, the speed-ups and the instrumentation hook (a method
+// left out here is hidden from the callers of a *Topic).
 type handle interface {
 	backend.Topic
-	backend.OwnedEnqueuer
+	pubsub.OwnedEnqueuer
+	pubsub.EnqueueStarter
 	pubsub.Forwarder
 	pubsub.Peeker
 	pubsub.Canceler

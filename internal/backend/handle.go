@@ -97,10 +97,6 @@ type Topic interface {
 	pubsub.RetryReporter
 }
 
-// OwnedEnqueuer is pubsub.OwnedEnqueuer under the name dbpubsub's handle
-// interface still uses.
-type OwnedEnqueuer = pubsub.OwnedEnqueuer
-
 // Message is a delivery with every optional ability of package pubsub.
 type Message interface {
 	pubsub.Message
