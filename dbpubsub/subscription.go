@@ -174,13 +174,18 @@ func notMigrated(ps *store, err error, what string) error {
 
 // Subscribe creates subscription sub of topic unless it exists, for every
 // process on the database, with its ready table and cfg's retry policy
-// (migration 0009), and returns the subscription's configuration: the
-// retry policy it keeps, or the PubSub's for one made without one (on
-// first use, or before migration 0009). The lease is the PubSub's.
+// when it is its own (cfg.Own; migration 0009), and returns the
+// subscription's configuration: the retry policy it keeps, or the
+// PubSub's for one that has none (made without, on first use, or before
+// migration 0009). The lease is the PubSub's.
 func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := ps.state(topic, sub)
 	r := cfg.Retry.WithDefaults()
-	if err := st.declareWith(ctx, &r); err != nil {
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &r
+	}
+	if err := st.declareWith(ctx, own); err != nil {
 		return driver.SubscriptionConfig{}, ctxErr(ctx, err)
 	}
 	got := driver.SubscriptionConfig{Retry: ps.opts.Retry, Lease: ps.opts.Lease}
@@ -192,10 +197,13 @@ func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Su
 	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.subRetry, topic, sub).Scan(&maxAttempts, &minNS, &maxNS, &jitter)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // deleted meanwhile: what it was made with
-		got.Retry = r
+		if cfg.Own {
+			got.Retry, got.Own = r, true
+		}
 	case err != nil:
 		return driver.SubscriptionConfig{}, ctxErr(ctx, notMigrated(ps, err, "read its retry policy"))
 	case maxAttempts.Valid:
+		got.Own = true
 		got.Retry = pubsub.RetryPolicy{MaxAttempts: int(maxAttempts.Int64), MinBackoff: time.Duration(minNS.Int64),
 			MaxBackoff: time.Duration(maxNS.Int64), Jitter: jitter.Float64}
 	}

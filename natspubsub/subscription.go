@@ -281,16 +281,20 @@ func (s *subState) forget() {
 // Subscribe creates subscription sub of topic unless it exists (see
 // pubsub.Subscriber). The consumer is the server's: every process with the
 // same prefix shares it, with the lease of the last to declare it, and
-// the retry policy of the first, which it keeps in its description. It
-// returns the subscription's configuration.
+// the retry policy of its own that the first gave it (cfg.Own), kept in
+// its description. It returns the subscription's configuration.
 func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := ps.topic(topic)
 	s := st.sub(sub)
-	retry := cfg.Retry
-	if _, err := s.declare(ctx, &retry); err != nil {
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &cfg.Retry
+	}
+	if _, err := s.declare(ctx, own); err != nil {
 		return driver.SubscriptionConfig{}, err
 	}
-	got := driver.SubscriptionConfig{Retry: s.retryPolicy(), Lease: ps.opts.Lease}
+	_, d := s.cached()
+	got := driver.SubscriptionConfig{Retry: s.retryPolicy(), Lease: ps.opts.Lease, Own: d.Retry != nil}
 	if sub == pubsub.DefaultSubscription {
 		return got, nil
 	}

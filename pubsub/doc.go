@@ -48,9 +48,9 @@
 // SubscriptionOptions; go-messaging's MaxDeliver): the store keeps it with
 // the subscription, so that every handle in every process delivers with
 // it, its Nacks and the deaths of messages whose last lease ran out alike;
-// the PubSub's policy is the default, and the policy of a subscription
-// made on first use or by Subscribe. A subscription keeps the policy it
-// was made with: SubscribeWith of another is refused with
+// a subscription made without one (by Subscribe, or on first use) has
+// none of its own and delivers with each PubSub's. A subscription keeps
+// the policy it was made with: SubscribeWith of another is refused with
 // ErrSubscriptionConflict (two versions of a service would otherwise undo
 // each other's), and Subscribe or PubSub.Topic opens it with its own. To
 // change it, delete the subscription and make it again.

@@ -32,7 +32,7 @@ func (ps *PubSub) SubscribeWith(ctx context.Context, topic, sub string, opts pub
 	}
 	cfg := ps.defaults
 	if asked {
-		cfg.Retry = opts.Retry.WithDefaults()
+		cfg.Retry, cfg.Own = opts.Retry.WithDefaults(), true
 	}
 	got, err := ps.subs.Subscribe(ctx, topic, sub, cfg)
 	if err != nil {

@@ -144,7 +144,8 @@ func testSubscriptionPolicyLease(t *testing.T, h Harness) {
 
 // testSubscriptionPolicyShared: another PubSub on the same store (another
 // process) that opens the subscription without options delivers with the
-// policy it was made with, and is refused another.
+// policy it was made with, and is refused another; a subscription made
+// without one delivers with each PubSub's.
 func testSubscriptionPolicyShared(t *testing.T, h Harness) {
 	needSubscriptions(t, h)
 	need(t, h.Abilities.Shared, "sharing across processes (Abilities.Shared)")
@@ -161,4 +162,13 @@ func testSubscriptionPolicyShared(t *testing.T, h Harness) {
 	}
 	enqueue(t, open(t, two, topic), "fails")
 	nackUntilDead(t, h, `"p" in another process`, tp, 2)
+
+	// A subscription made without a policy has none of its own: each
+	// process delivers it with its PubSub's.
+	const none = "policy-shared-none"
+	subscribe(t, one, none, "plain")
+	three := h.Reopen(t, Config{Retry: quick(3)}, one)
+	plain := subscribe(t, three, none, "plain")
+	enqueue(t, open(t, three, none), "fails")
+	nackUntilDead(t, h, `"plain" (no policy of its own) in a process of 3 attempts`, plain, 3)
 }
