@@ -149,11 +149,12 @@ func newStatements(table string) statements {
 		// The schema-qualified name of the table found in the search_path,
 		// whether it has the headers column (migration 0007), whether
 		// the paused table $2 is beside it (migration 0008), and whether
-		// the subscriptions table $3 keeps retry policies (migration 0009).
+		// the subscriptions table $3 keeps retry policies (migration 0009;
+		// true without the table, which its own statements report as 0005).
 		resolve: `SELECT n.nspname || '.' || c.relname, EXISTS (SELECT FROM pg_catalog.pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped),
 				to_regclass(format('%I.%I', n.nspname, $2::text)) IS NOT NULL,
-				EXISTS (SELECT FROM pg_catalog.pg_attribute a
+				to_regclass(format('%I.%I', n.nspname, $3::text)) IS NULL OR EXISTS (SELECT FROM pg_catalog.pg_attribute a
 					WHERE a.attrelid = to_regclass(format('%I.%I', n.nspname, $3::text))
 						AND a.attname = 'retry_max_attempts' AND NOT a.attisdropped)
 			FROM pg_catalog.pg_class c
