@@ -155,7 +155,7 @@ func (e *entry) expire(token uint64, now int64) {
 		return
 	}
 	q.endLease(e, false)
-	if q.ps.opts.Retry.Exhausted(int(e.attempt)) {
+	if q.retryPolicy().Exhausted(int(e.attempt)) {
 		q.bury(e, driver.ReasonLeaseExpired)
 		f := pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: q.topic, Subscription: q.sub,
 			MessageID: e.ID(), Attempt: int(e.attempt), Err: errLeaseExpired, Time: e.cold.diedAt}

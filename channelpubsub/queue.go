@@ -25,6 +25,9 @@ type queue struct {
 	// subscribed says the queue is one of its topic's subscriptions: a
 	// named one always, the default once consumed from or declared.
 	subscribed atomic.Bool
+	// retry is the subscription's own retry policy, set when Subscribe
+	// made it; nil means the store's (Env.Defaults).
+	retry atomic.Pointer[pubsub.RetryPolicy]
 	// gone is closed when the subscription is deleted, its copies with it.
 	gone   chan struct{}
 	isGone atomic.Bool
@@ -59,6 +62,14 @@ type inflightShard struct {
 	head  entry // sentinel; head.next is the oldest lease
 	count atomic.Int64
 	acks  ackTally // the acks of the latest second, not yet in the queue's ring
+}
+
+// retryPolicy returns the subscription's retry policy.
+func (q *queue) retryPolicy() pubsub.RetryPolicy {
+	if p := q.retry.Load(); p != nil {
+		return *p
+	}
+	return q.ps.opts.Retry
 }
 
 func newQueue(ps *store, topic, sub string) *queue {

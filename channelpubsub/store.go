@@ -135,10 +135,16 @@ func (ps *store) queues() []*queue {
 
 // Subscribe makes sub one of the topic's subscriptions unless it is: a
 // new queue for a name, the default's own queue (with the copies it kept)
-// for the default. Every subscription has the store's configuration.
-func (ps *store) Subscribe(_ context.Context, topic, sub string, _ driver.SubscriptionConfig) error {
-	ps.topic(topic).subscribe(sub)
-	return nil
+// for the default, with cfg's retry policy when it is its own (the lease is
+// the store's). It returns the subscription's configuration, kept in
+// memory.
+func (ps *store) Subscribe(_ context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &cfg.Retry
+	}
+	q := ps.topic(topic).subscribe(sub, own)
+	return driver.SubscriptionConfig{Retry: q.retryPolicy(), Lease: ps.opts.Lease, Own: q.retry.Load() != nil}, nil
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.

@@ -40,7 +40,7 @@ func (s *subscription) open(consume bool) (*queue, error) {
 		return q, nil
 	}
 	if consume && s.sub == pubsub.DefaultSubscription {
-		q = s.ts.subscribe(s.sub)
+		q = s.ts.subscribe(s.sub, nil)
 	} else {
 		var err error
 		if q, err = s.ts.lookup(s.sub); err != nil {

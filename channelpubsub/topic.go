@@ -160,7 +160,7 @@ func (ts *topicState) pushEach(ctx context.Context, stop <-chan struct{}, qs []*
 // subscribe returns the queue of subscription sub, making it one of the
 // topic's subscriptions first if it is not: a new queue for a name, the
 // default's own queue (with the copies it kept) for the default.
-func (ts *topicState) subscribe(sub string) *queue {
+func (ts *topicState) subscribe(sub string, retry *pubsub.RetryPolicy) *queue {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if q, ok := ts.subs[sub]; ok {
@@ -169,6 +169,9 @@ func (ts *topicState) subscribe(sub string) *queue {
 	q := ts.def
 	if sub != pubsub.DefaultSubscription {
 		q = newQueue(ts.ps, ts.name, sub)
+	}
+	if retry != nil {
+		q.retry.Store(retry)
 	}
 	q.subscribed.Store(true)
 	ts.subs[sub] = q

@@ -55,7 +55,7 @@ var routes = map[string]func(f *groupFixture) []string{
 	"OwnRoute": func(*groupFixture) []string { return []string{"group"} },
 	"FanOut": func(f *groupFixture) []string {
 		for _, sub := range []string{"a", "b"} {
-			if err := f.tp.pub.ps.Subscribe(f.ctx, "group", sub, driver.SubscriptionConfig{}); err != nil {
+			if _, err := f.tp.pub.ps.Subscribe(f.ctx, "group", sub, driver.SubscriptionConfig{}); err != nil {
 				f.t.Fatal(err)
 			}
 		}

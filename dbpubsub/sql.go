@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/conveyorgo/conveyor/migrations"
+	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -38,6 +39,7 @@ type statements struct {
 	routeOf      string
 	declare      string
 	listSubs     string
+	subRetry     string
 	subExists    string
 	dropSub      string
 	dropCopies   string
@@ -145,11 +147,16 @@ func newStatements(table string) statements {
 		"{G4}", guard(fan, 4), "{G5}", guard(fan, 5), "{G2}", guard(fan, 2))
 	return statements{
 		// The schema-qualified name of the table found in the search_path,
-		// whether it has the headers column (migration 0007), and whether
-		// the paused table $2 is beside it (migration 0008).
+		// whether it has the headers column (migration 0007), whether
+		// the paused table $2 is beside it (migration 0008), and whether
+		// the subscriptions table $3 keeps retry policies (migration 0009;
+		// true without the table, which its own statements report as 0005).
 		resolve: `SELECT n.nspname || '.' || c.relname, EXISTS (SELECT FROM pg_catalog.pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attname = 'headers' AND NOT a.attisdropped),
-				to_regclass(format('%I.%I', n.nspname, $2::text)) IS NOT NULL
+				to_regclass(format('%I.%I', n.nspname, $2::text)) IS NOT NULL,
+				to_regclass(format('%I.%I', n.nspname, $3::text)) IS NULL OR EXISTS (SELECT FROM pg_catalog.pg_attribute a
+					WHERE a.attrelid = to_regclass(format('%I.%I', n.nspname, $3::text))
+						AND a.attname = 'retry_max_attempts' AND NOT a.attisdropped)
 			FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.oid = to_regclass($1)`,
@@ -234,18 +241,26 @@ func newStatements(table string) statements {
 		// returns each topic it touched, how many rows, whether it got
 		// messages back, and the rows it made dead ("id:attempts,...", NULL
 		// if none). The rows are found again as in the claim.
-		// $1 limit, $2 max attempts, $3 channel prefix, $4 qualified table.
+		// $1 limit, $2 max attempts (of a subscription without its own:
+		// the queue's subscription's retry_max_attempts, migration 0009,
+		// found by the primary key from the queue's name, comes first),
+		// $3 channel prefix, $4 qualified table.
 		rescue: r.Replace(`WITH x AS MATERIALIZED (
-				SELECT id FROM {T} WHERE status = 'processing' AND lease_until <= now()
-				ORDER BY lease_until LIMIT $1 FOR UPDATE SKIP LOCKED),
+				SELECT e.id, coalesce((SELECT s.retry_max_attempts FROM {S} AS s
+						WHERE s.topic = split_part(e.topic, chr(31), 1)
+							AND s.name = coalesce(nullif(split_part(e.topic, chr(31), 2), ''), '` + pubsub.DefaultSubscription + `')),
+						$2) AS max
+				FROM {T} AS e WHERE e.status = 'processing' AND e.lease_until <= now()
+				ORDER BY e.lease_until LIMIT $1 FOR UPDATE OF e SKIP LOCKED),
 			u AS (
 				UPDATE {T} AS t SET
-					status = CASE WHEN t.attempts >= $2 THEN 'dead' ELSE 'pending' END,
+					status = CASE WHEN t.attempts >= x.max THEN 'dead' ELSE 'pending' END,
 					run_at = now(),
 					lease_until = NULL,
-					last_error = CASE WHEN t.attempts >= $2 THEN '` + driver.ReasonLeaseExpired + `' ELSE t.last_error END,
-					finished_at = CASE WHEN t.attempts >= $2 THEN now() END
-				WHERE t.id = ANY (ARRAY(SELECT id FROM x))
+					last_error = CASE WHEN t.attempts >= x.max THEN '` + driver.ReasonLeaseExpired + `' ELSE t.last_error END,
+					finished_at = CASE WHEN t.attempts >= x.max THEN now() END
+				FROM x
+				WHERE t.id = ANY (ARRAY(SELECT id FROM x)) AND t.id = x.id
 				RETURNING t.topic, t.status, t.id, t.attempts)
 			SELECT p.topic, p.n, p.pending, p.dead FROM (
 					SELECT topic, count(*) AS n, bool_or(status = 'pending') AS pending,
@@ -260,12 +275,19 @@ func newStatements(table string) statements {
 		routeOf: r.Replace(`SELECT coalesce((SELECT version FROM {F} WHERE topic = $1), 0), s.name
 			FROM (SELECT) AS x LEFT JOIN {S} AS s ON s.topic = $1 ORDER BY s.name`),
 
-		// Creates subscription $2 of topic $1 unless it exists, and then
-		// counts the change.
+		// Creates subscription $2 of topic $1 unless it exists, with the
+		// retry policy $3 to $6 (NULL: none of its own; migration 0009),
+		// and then counts the change.
 		declare: r.Replace(`WITH s AS (
-				INSERT INTO {S} (topic, name) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING topic)
+				INSERT INTO {S} (topic, name, retry_max_attempts, retry_min_backoff_ns, retry_max_backoff_ns, retry_jitter)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING topic)
 			INSERT INTO {F} AS f (topic, version) SELECT topic, 1 FROM s
 			ON CONFLICT (topic) DO UPDATE SET version = f.version + 1`),
+
+		// The retry policy of subscription $2 of topic $1 (NULLs: none
+		// of its own); no row when it does not exist.
+		subRetry: r.Replace(`SELECT retry_max_attempts, retry_min_backoff_ns, retry_max_backoff_ns, retry_jitter
+			FROM {S} WHERE topic = $1 AND name = $2`),
 
 		// $1 topic.
 		listSubs: r.Replace(`SELECT name FROM {S} WHERE topic = $1 ORDER BY name`),

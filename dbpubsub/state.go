@@ -253,8 +253,9 @@ func (st *topicState) lookupOn(ctx context.Context, db execer) (*topicMeta, erro
 // qualifiedTable returns the schema-qualified name of the message table,
 // looking it up once. It wraps migrations.ErrNotMigrated when the table
 // does not exist, or lacks migration 0007 (every statement that writes or
-// claims messages names its headers column) or 0008 (every claim reads
-// the paused table).
+// claims messages names its headers column), 0008 (every claim reads
+// the paused table) or 0009 (the rescue reads the subscriptions' retry
+// policies).
 func (ps *store) qualifiedTable(ctx context.Context) (string, error) {
 	return ps.qualifiedTableOn(ctx, ps.sqldb)
 }
@@ -268,10 +269,10 @@ func (ps *store) qualifiedTableOn(ctx context.Context, db execer) (string, error
 	// No lock while querying: callers give up with their own ctx, and
 	// concurrent look-ups find the same answer.
 	var q string
-	var headers, paused bool
+	var headers, paused, retry bool
 	sctx, cancel := ps.stmtCtx(ctx)
-	err := db.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table), migrations.PausedTable(ps.opts.Table)).
-		Scan(&q, &headers, &paused)
+	err := db.QueryRowContext(sctx, ps.stmts.resolve, quoteIdent(ps.opts.Table), migrations.PausedTable(ps.opts.Table),
+		migrations.SubscriptionsTable(ps.opts.Table)).Scan(&q, &headers, &paused, &retry)
 	cancel()
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", migrations.NotMigratedError(ps.opts.Table, "is missing")
@@ -284,6 +285,9 @@ func (ps *store) qualifiedTableOn(ctx context.Context, db execer) (string, error
 	}
 	if !paused {
 		return "", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0008 (paused queues)")
+	}
+	if !retry {
+		return "", migrations.NotMigratedError(ps.opts.Table, "lacks migration 0009 (subscription retry policies)")
 	}
 	ps.qualified.Store(&q)
 	return q, nil

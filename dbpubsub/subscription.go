@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -172,10 +173,41 @@ func notMigrated(ps *store, err error, what string) error {
 }
 
 // Subscribe creates subscription sub of topic unless it exists, for every
-// process on the database, with its ready table. Every subscription
-// delivers with the PubSub's retry policy and lease.
-func (ps *store) Subscribe(ctx context.Context, topic, sub string, _ driver.SubscriptionConfig) error {
-	return ctxErr(ctx, ps.state(topic, sub).declare(ctx))
+// process on the database, with its ready table and cfg's retry policy
+// when it is its own (cfg.Own; migration 0009), and returns the
+// subscription's configuration: the retry policy it keeps, or the
+// PubSub's for one that has none (made without, on first use, or before
+// migration 0009). The lease is the PubSub's.
+func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
+	st := ps.state(topic, sub)
+	r := cfg.Retry.WithDefaults()
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &r
+	}
+	if err := st.declareWith(ctx, own); err != nil {
+		return driver.SubscriptionConfig{}, ctxErr(ctx, err)
+	}
+	got := driver.SubscriptionConfig{Retry: ps.opts.Retry, Lease: ps.opts.Lease}
+	sctx, cancel := ps.stmtCtx(ctx)
+	defer cancel()
+	var maxAttempts sql.NullInt64
+	var minNS, maxNS sql.NullInt64
+	var jitter sql.NullFloat64
+	err := ps.sqldb.QueryRowContext(sctx, ps.stmts.subRetry, topic, sub).Scan(&maxAttempts, &minNS, &maxNS, &jitter)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // deleted meanwhile: what it was made with
+		if cfg.Own {
+			got.Retry, got.Own = r, true
+		}
+	case err != nil:
+		return driver.SubscriptionConfig{}, ctxErr(ctx, notMigrated(ps, err, "read its retry policy"))
+	case maxAttempts.Valid:
+		got.Own = true
+		got.Retry = pubsub.RetryPolicy{MaxAttempts: int(maxAttempts.Int64), MinBackoff: time.Duration(minNS.Int64),
+			MaxBackoff: time.Duration(maxNS.Int64), Jitter: jitter.Float64}
+	}
+	return got, nil
 }
 
 // Subscriptions lists the subscriptions of topic, in name order.
@@ -303,13 +335,21 @@ func (st *topicState) dropBuffered() {
 // declare creates st's subscription unless it exists (with its ready
 // table), and makes this process's publishes to the topic read their
 // route again.
-func (st *topicState) declare(ctx context.Context) error {
+func (st *topicState) declare(ctx context.Context) error { return st.declareWith(ctx, nil) }
+
+// declareWith is declare of a subscription that, if it makes it, keeps
+// retry as its policy (nil: none of its own).
+func (st *topicState) declareWith(ctx context.Context, retry *pubsub.RetryPolicy) error {
 	ps := st.ps
 	if _, err := st.lookup(ctx); err != nil {
 		return err
 	}
+	var p [4]any // NULLs without a policy
+	if retry != nil {
+		p = [4]any{retry.MaxAttempts, int64(retry.MinBackoff), int64(retry.MaxBackoff), retry.Jitter}
+	}
 	err := ps.write(ctx, ps.sqldb, func(ctx context.Context, ex execer) error {
-		_, err := ex.ExecContext(ctx, ps.stmts.declare, st.topic, st.sub)
+		_, err := ex.ExecContext(ctx, ps.stmts.declare, st.topic, st.sub, p[0], p[1], p[2], p[3])
 		return err
 	})
 	if err != nil {

@@ -40,8 +40,9 @@ func WithForceDown() Option {
 // 0005 drops the subscriptions and the inbox, 0007 drops the headers)
 // refuse to run while the message table keeps messages not finished:
 // Down then changes nothing and returns an error wrapping ErrNotEmpty that
-// says how many, unless WithForceDown is given. The others (0004, 0006,
-// 0008) keep every message deliverable.
+// says how many, unless WithForceDown is given. 0009 refuses likewise
+// while a subscription has a retry policy of its own, which it drops. The
+// others (0004, 0006, 0008) keep every message deliverable.
 func Down(ctx context.Context, db *bun.DB, opts ...Option) (string, error) {
 	c, err := newConfig(opts)
 	if err != nil {

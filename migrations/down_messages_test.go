@@ -16,7 +16,7 @@ import (
 
 // 180 messages in every state (ready, with a header or not, scheduled,
 // processing, dead, paused, unique, copies of named subscriptions); the
-// migrations go down one step (0008) and up again, and every message is
+// migrations go down two steps (0009, 0008) and up again, and every message is
 // delivered afterwards. The next down migration (0007, which drops the
 // headers) refuses while the messages wait, with ErrNotEmpty, and changes
 // nothing; WithForceDown runs it, and even then every message is
@@ -85,6 +85,10 @@ func TestDownRefusesWhileMessagesWait(t *testing.T) {
 	mustOK(t, "Close", ps.Close())
 
 	name, err := migrations.Down(ctx, db)
+	if err != nil || name != "0009_subscription_retry" {
+		t.Fatalf("Down = %q, %v; want 0009_subscription_retry", name, err)
+	}
+	name, err = migrations.Down(ctx, db)
 	if err != nil || name != "0008_pause" {
 		t.Fatalf("Down = %q, %v; want 0008_pause", name, err)
 	}

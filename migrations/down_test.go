@@ -384,7 +384,7 @@ func TestDownGuards(t *testing.T) {
 	exec(t, db, `INSERT INTO jobs (topic, data, status) VALUES ('t', 'dead', 'dead')`)
 	guarded := map[string]bool{"0001_create_events": true, "0002_ready_table": true, "0003_topic_ready_tables": true,
 		"0005_subscriptions": true, "0007_headers": true}
-	names := []string{"0008_pause", "0007_headers", "0006_ready_table_privileges", "0005_subscriptions",
+	names := []string{"0009_subscription_retry", "0008_pause", "0007_headers", "0006_ready_table_privileges", "0005_subscriptions",
 		"0004_id_blocks", "0003_topic_ready_tables", "0002_ready_table", "0001_create_events"}
 	for _, name := range names {
 		sqlText, err := files.ReadFile("sql/" + name + ".tx.down.sql")

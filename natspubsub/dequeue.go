@@ -470,7 +470,7 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 // error wraps pubsub.ErrNoSubscription.
 func (s *subState) forDequeue(ctx context.Context) (jetstream.Consumer, error) {
 	if s.name == pubsub.DefaultSubscription {
-		return s.declare(ctx)
+		return s.declare(ctx, nil)
 	}
 	c, _, err := s.lookup(ctx)
 	if err == nil && c == nil {

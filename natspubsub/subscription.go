@@ -52,6 +52,10 @@ type consumerDesc struct {
 	// reserve).
 	SkipFrom uint64 `json:"skip_from,omitempty"`
 	SkipTo   uint64 `json:"skip_to,omitempty"`
+	// Retry is the retry policy the subscription was made with
+	// (driver.Subscriptions.Subscribe); nil for one made on first use,
+	// which delivers with each PubSub's own.
+	Retry *pubsub.RetryPolicy `json:"retry,omitempty"`
 }
 
 func (d consumerDesc) String() string {
@@ -128,7 +132,10 @@ func (s *subState) lookup(ctx context.Context) (jetstream.Consumer, consumerDesc
 // declare makes the subscription one of the topic's, creating its
 // consumer, or declaring the default's reserve, and brings the consumer's
 // lease to this PubSub's.
-func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
+//
+// retry is the policy a consumer it creates keeps in its description (nil:
+// none, the PubSub's); an existing consumer keeps its own.
+func (s *subState) declare(ctx context.Context, retry *pubsub.RetryPolicy) (jetstream.Consumer, error) {
 	if c, d := s.cached(); c != nil && !d.Reserve {
 		return c, nil
 	}
@@ -141,7 +148,7 @@ func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
 	for range 3 { // another process may create or delete it meanwhile
 		c, err := stream.Consumer(rctx, consumerName(s.name))
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			d := consumerDesc{Sub: s.name}
+			d := consumerDesc{Sub: s.name, Retry: retry}
 			c, err = stream.CreateConsumer(rctx, s.config(d))
 			if errors.Is(err, jetstream.ErrConsumerExists) {
 				continue
@@ -162,7 +169,7 @@ func (s *subState) declare(ctx context.Context) (jetstream.Consumer, error) {
 			d.Sub = s.name
 		}
 		if d.Reserve {
-			declared := consumerDesc{Sub: s.name}
+			declared := consumerDesc{Sub: s.name, Retry: retry}
 			if d.Until > 0 {
 				info, err := s.st.ps.streamInfo(rctx, stream)
 				if err != nil {
@@ -273,20 +280,38 @@ func (s *subState) forget() {
 
 // Subscribe creates subscription sub of topic unless it exists (see
 // pubsub.Subscriber). The consumer is the server's: every process with the
-// same prefix shares it, with the lease of the last to declare it.
-func (ps *store) Subscribe(ctx context.Context, topic, sub string, _ driver.SubscriptionConfig) error {
+// same prefix shares it, with the lease of the last to declare it, and
+// the retry policy of its own that the first gave it (cfg.Own), kept in
+// its description. It returns the subscription's configuration.
+func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := ps.topic(topic)
-	if _, err := st.sub(sub).declare(ctx); err != nil {
-		return err
+	s := st.sub(sub)
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &cfg.Retry
 	}
+	if _, err := s.declare(ctx, own); err != nil {
+		return driver.SubscriptionConfig{}, err
+	}
+	_, d := s.cached()
+	got := driver.SubscriptionConfig{Retry: s.retryPolicy(), Lease: ps.opts.Lease, Own: d.Retry != nil}
 	if sub == pubsub.DefaultSubscription {
-		return nil
+		return got, nil
 	}
 	stream, err := st.ensure(ctx)
 	if err != nil {
-		return err
+		return driver.SubscriptionConfig{}, err
 	}
-	return st.retireReserve(ctx, stream)
+	return got, st.retireReserve(ctx, stream)
+}
+
+// retryPolicy is the subscription's retry policy, as its consumer's
+// description found or made last says: its own, or the PubSub's.
+func (s *subState) retryPolicy() pubsub.RetryPolicy {
+	if _, d := s.cached(); d.Retry != nil {
+		return *d.Retry
+	}
+	return s.st.ps.opts.Retry
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.

@@ -30,7 +30,11 @@ type wrappedPubSub struct {
 	tel   *Telemetry
 }
 
-var _ pubsub.Subscriber = (*wrappedPubSub)(nil)
+var (
+	_ pubsub.Subscriber     = (*wrappedPubSub)(nil)
+	_ pubsub.SubscriberWith = (*wrappedPubSub)(nil)
+	_ pubsub.Forwarder      = (*wrappedPubSub)(nil)
+)
 
 // Unwrap returns the wrapped PubSub.
 func (w *wrappedPubSub) Unwrap() pubsub.PubSub { return w.inner }
@@ -45,6 +49,23 @@ func (w *wrappedPubSub) Subscribe(ctx context.Context, topic, sub string) (pubsu
 		return nil, err
 	}
 	return w.wrap(t, topic, sub), nil
+}
+
+// SubscribeWith is Subscribe with the subscription's own configuration
+// (pubsub.SubscriberWith), forwarded to the wrapped PubSub.
+func (w *wrappedPubSub) SubscribeWith(ctx context.Context, topic, sub string, opts pubsub.SubscriptionOptions) (pubsub.Topic, error) {
+	t, err := pubsub.SubscribeWith(ctx, w.inner, topic, sub, opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.wrap(t, topic, sub), nil
+}
+
+// Forwards says that SubscribeWith only forwards the wrapped PubSub's:
+// pubsub.As finds it here only when the PubSub below has it.
+func (*wrappedPubSub) Forwards(ability any) bool {
+	_, ok := ability.(*pubsub.SubscriberWith)
+	return ok
 }
 
 func (w *wrappedPubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {

@@ -44,6 +44,17 @@
 // ID. An Inbox remembers the keys a subscription's consumers claimed
 // (Claim), so that a redelivery makes its effects once.
 //
+// A subscription can have its own retry policy (SubscribeWith,
+// SubscriptionOptions; go-messaging's MaxDeliver): the store keeps it with
+// the subscription, so that every handle in every process delivers with
+// it, its Nacks and the deaths of messages whose last lease ran out alike;
+// a subscription made without one (by Subscribe, or on first use) has
+// none of its own and delivers with each PubSub's. A subscription keeps
+// the policy it was made with: SubscribeWith of another is refused with
+// ErrSubscriptionConflict (two versions of a service would otherwise undo
+// each other's), and Subscribe or PubSub.Topic opens it with its own. To
+// change it, delete the subscription and make it again.
+//
 // The package pubsubtest checks all of this; every backend runs it.
 // Swapping backends changes durability and sharing across processes, and
 // nothing else a caller can observe.

@@ -103,6 +103,10 @@ func TestOpsMigrateDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := runCmd(t, e, "migrate", "--down")
+	if code != 0 || out != "Table \"conveyor_events\": reverted 0009_subscription_retry.\n" {
+		t.Fatalf("migrate --down: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCmd(t, e, "migrate", "--down")
 	if code != 0 || out != "Table \"conveyor_events\": reverted 0008_pause.\n" {
 		t.Fatalf("migrate --down: exit %d, stdout %q, stderr %q", code, out, errs)
 	}

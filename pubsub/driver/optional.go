@@ -19,9 +19,16 @@ import (
 // names are pubsub.ErrUnsupported.
 type Subscriptions interface {
 	// Subscribe creates subscription sub of topic unless it exists, with
-	// cfg (idempotent; an existing one keeps its config). Subscribing to
-	// pubsub.DefaultSubscription makes the default one of the topic's.
-	Subscribe(ctx context.Context, topic, sub string, cfg SubscriptionConfig) error
+	// cfg, and returns the configuration the subscription has: cfg when
+	// it made it, the one it keeps otherwise (idempotent; an existing one
+	// keeps its config). A retry policy of its own (cfg.Own) is kept
+	// where the store keeps its subscriptions, so that every process on a
+	// shared store sees it; a subscription without one (made without,
+	// or by the store on its own: the default one, on first use) has
+	// Env.Defaults, Own false. Subscribing to pubsub.DefaultSubscription
+	// makes the default one of the topic's. The store uses the
+	// subscription's Retry.MaxAttempts when a lease runs out.
+	Subscribe(ctx context.Context, topic, sub string, cfg SubscriptionConfig) (SubscriptionConfig, error)
 	// Subscriptions lists the subscriptions of topic, sorted; an empty
 	// (non-nil) list for a topic never used.
 	Subscriptions(ctx context.Context, topic string) ([]string, error)

@@ -49,6 +49,11 @@ type SubscriptionConfig struct {
 	// Lease is how long a delivery may stay unsettled before the message
 	// is handed out again.
 	Lease time.Duration
+	// Own says Retry is the subscription's own (pubsub.SubscribeWith):
+	// the store keeps it with the subscription. Without, the subscription
+	// has none of its own and delivers with each PubSub's (Env.Defaults):
+	// the store keeps nothing, and says Own false for it.
+	Own bool
 }
 
 // Features are the fields of Outgoing a store honours beyond Data; the

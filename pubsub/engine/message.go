@@ -94,7 +94,11 @@ func (m *message) Fail(ctx context.Context, reason error) error {
 	if err := m.begin("nack"); err != nil {
 		return err
 	}
-	f := backend.Fail(m.handle().ps.defaults.Retry, m.Delivery.Attempt, reason)
+	p, err := m.handle().retryPolicy(ctx)
+	if err != nil {
+		return m.end(ctx, Settle{Op: "nack", Outcome: Retried, Reason: reason}, err)
+	}
+	f := backend.Fail(p, m.Delivery.Attempt, reason)
 	if f.Dead {
 		err := m.handle().ds.Dead(ctx, &m.Delivery, f.Reason)
 		if err == nil {

@@ -35,11 +35,12 @@ type PubSub struct {
 }
 
 var (
-	_ pubsub.PubSub      = (*PubSub)(nil)
-	_ pubsub.Subscriber  = (*PubSub)(nil)
-	_ pubsub.TopicLister = (*PubSub)(nil)
-	_ pubsub.Forwarder   = (*PubSub)(nil)
-	_ pubsub.Quiescer    = (*PubSub)(nil)
+	_ pubsub.PubSub         = (*PubSub)(nil)
+	_ pubsub.Subscriber     = (*PubSub)(nil)
+	_ pubsub.SubscriberWith = (*PubSub)(nil)
+	_ pubsub.TopicLister    = (*PubSub)(nil)
+	_ pubsub.Forwarder      = (*PubSub)(nil)
+	_ pubsub.Quiescer       = (*PubSub)(nil)
 )
 
 // New opens store and returns the PubSub over it, or an error naming the
@@ -90,23 +91,11 @@ func (ps *PubSub) Topic(name string) pubsub.Topic {
 }
 
 // Subscribe creates subscription sub of topic unless it exists and
-// returns a handle on it (see pubsub.Subscriber). On a store without
-// driver.Subscriptions, the default subscription is Topic(topic) and
-// another name is pubsub.ErrUnsupported.
+// returns a handle on it (see pubsub.Subscriber), with the subscription's
+// retry policy. On a store without driver.Subscriptions, the default
+// subscription is Topic(topic) and another name is pubsub.ErrUnsupported.
 func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
-	if err := ps.checkSubscription(ctx, topic, sub); err != nil {
-		return nil, err
-	}
-	if ps.subs == nil {
-		if sub == pubsub.DefaultSubscription {
-			return ps.Topic(topic), nil
-		}
-		return nil, ps.unsupported("subscriptions")
-	}
-	if err := ps.subs.Subscribe(ctx, topic, sub, ps.defaults); err != nil {
-		return nil, ps.wrap(ctx, "subscribe on "+backend.Label(topic, sub), err)
-	}
-	return ps.newHandle(topic, sub), nil
+	return ps.SubscribeWith(ctx, topic, sub, pubsub.SubscriptionOptions{})
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.
@@ -161,7 +150,7 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 // finds none of them on it (pubsub.Forwarder; nothing is below it).
 func (ps *PubSub) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Subscriber:
+	case *pubsub.Subscriber, *pubsub.SubscriberWith:
 		return ps.subs == nil
 	case *pubsub.TopicLister:
 		return ps.lister == nil

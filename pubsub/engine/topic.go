@@ -24,6 +24,8 @@ type topic struct {
 	h     backend.Handle
 	caps  caps
 	stop  atomic.Pointer[stopper] // its Receive calls' stop channel (gate.stopperFor)
+	// policy is the subscription's retry policy once known (retryPolicy).
+	policy atomic.Pointer[pubsub.RetryPolicy]
 }
 
 var (
@@ -303,8 +305,15 @@ func (t *topic) Close() error {
 }
 
 // RetryPolicy returns the retry policy of the handle's messages (see
-// pubsub.RetryReporter).
-func (t *topic) RetryPolicy() pubsub.RetryPolicy { return t.ps.defaults.Retry }
+// pubsub.RetryReporter): its subscription's once known (a handle of
+// Subscribe knows it; one of Topic learns it at its first Nack), the
+// PubSub's until then.
+func (t *topic) RetryPolicy() pubsub.RetryPolicy {
+	if p := t.policy.Load(); p != nil {
+		return *p
+	}
+	return t.ps.defaults.Retry
+}
 
 // Forwards reports the abilities the handle's store lacks: pubsub.As then
 // finds none of them on it, nor on a wrapper that forwards them

@@ -57,7 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"SharedAcrossInstances", testShared},
 		{"Durable", testDurable},
 	}
-	for _, more := range [][]testCase{subscriptionCases, headerCases, inspectCases, pauseCases, ackCountCases, failureCases, quiesceCases} {
+	for _, more := range [][]testCase{subscriptionCases, policyCases, headerCases, inspectCases, pauseCases, ackCountCases, failureCases, quiesceCases} {
 		cases = append(cases, more...)
 	}
 	for _, c := range cases {
@@ -926,6 +926,7 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.Inbox (Abilities.Inbox)", a.Inbox, has[pubsub.Inbox](tp)},
 		{"pubsub.Pauser (Abilities.Pause)", a.Pause, has[pubsub.Pauser](tp)},
 		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
+		{"pubsub.SubscriberWith (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.SubscriberWith](ps)},
 		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
 		{"pubsub.Quiescer (Abilities.Quiesce)", a.Quiesce, has[pubsub.Quiescer](ps)},
 		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
