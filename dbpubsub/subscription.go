@@ -185,8 +185,14 @@ func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Su
 	if cfg.Own {
 		own = &r
 	}
-	if err := st.declareWith(ctx, own); err != nil {
-		return driver.SubscriptionConfig{}, ctxErr(ctx, err)
+	// A subscription this process declared already is only read: the
+	// engine asks for the policy of a handle's subscription at its first
+	// Nack, and a read is bounded by ctx, where a declaration, a write
+	// whose outcome must be learned, is awaited up to StatementTimeout.
+	if cfg.Own || !st.declared.Load() {
+		if err := st.declareWith(ctx, own); err != nil {
+			return driver.SubscriptionConfig{}, ctxErr(ctx, err)
+		}
 	}
 	got := driver.SubscriptionConfig{Retry: ps.opts.Retry, Lease: ps.opts.Lease}
 	sctx, cancel := ps.stmtCtx(ctx)
