@@ -35,25 +35,16 @@
 // every handle on its name in any process. Topic(name) publishes, and its
 // Dequeue reads the default subscription (DefaultSubscription). A message
 // goes to every subscription the topic has when published, or, when it has
-// none, to the default one: a plain queue loses nothing. Consuming the
-// default subscription or subscribing to its name makes it one of the
-// topic's; until then a topic read only through named ones keeps nothing
-// for it. Creating is idempotent (durable on a durable backend); only
-// DeleteSubscription removes one, with its copies. A publish in a
-// transaction (WithTx) writes every copy or none. Each copy has its own
-// ID. An Inbox remembers the keys a subscription's consumers claimed
-// (Claim), so that a redelivery makes its effects once.
+// none, to the default one: a plain queue loses nothing. Creating is
+// idempotent; only DeleteSubscription removes one, with its copies. A
+// publish in a transaction (WithTx) writes every copy or none. An Inbox
+// remembers the keys a subscription's consumers claimed (Claim), so that a
+// redelivery makes its effects once. docs/architecture.md says when the
+// default subscription is made and what each copy's ID is.
 //
-// A subscription can have its own retry policy (SubscribeWith,
-// SubscriptionOptions; go-messaging's MaxDeliver): the store keeps it with
-// the subscription, so that every handle in every process delivers with
-// it, its Nacks and the deaths of messages whose last lease ran out alike;
-// a subscription made without one (by Subscribe, or on first use) has
-// none of its own and delivers with each PubSub's. A subscription keeps
-// the policy it was made with: SubscribeWith of another is refused with
-// ErrSubscriptionConflict (two versions of a service would otherwise undo
-// each other's), and Subscribe or PubSub.Topic opens it with its own. To
-// change it, delete the subscription and make it again.
+// A subscription can have its own retry policy (SubscribeWith), kept with
+// it by the store for every process; SubscribeWith of another policy is
+// refused (ErrSubscriptionConflict). docs/architecture.md has the details.
 //
 // The package pubsubtest checks all of this; every backend runs it.
 // Swapping backends changes durability and sharing across processes, and
@@ -61,25 +52,18 @@
 //
 // # Optional abilities
 //
-// Small interfaces a backend may implement (optional.go, inspect.go,
-// pause.go, subscription.go, inbox.go, ackcount.go, quiesce.go), each
-// called through the package functions its doc names: EnqueueAt,
-// EnqueueBatch, EnqueueUnique, ExtendLease, Fail, Reject, ListDead,
-// TopicStats, Pause, Claim, Subscribe, Peek, Quiesce (a PubSub's consumers
-// held still, in this process) and so on. They find the ability through any
-// wrapper that exposes Unwrap (As) and return ErrUnsupported, or use the
-// documented fallback, when a backend lacks one; a wrapper that only
-// observes an ability declares so (Forwarder) and never claims one the
-// backend lacks. WithTx runs an enqueue in the caller's transaction;
-// WithHeader gives messages a Header.
+// Small interfaces a backend may implement (Delayer, DeadLetters, Pauser,
+// Quiescer, Inbox, ...), each called through a package function its doc
+// names (EnqueueAt, ListDead, Pause, Quiesce, Claim, ...), which finds it
+// through wrappers (As, Forwarder) and returns ErrUnsupported, or uses the
+// documented fallback, when the backend lacks it. WithTx runs an enqueue
+// in the caller's transaction; WithHeader gives messages a Header.
 //
 // # Failures and identity
 //
-// What fails where no caller gets an error is a Failure, handed to the
-// OnFailure hook of a backend's, relay's or Service's options (or logged)
-// from a goroutine of its own that never holds up a delivery (failure.go).
-// A message's Identity is its HeaderMessageID header, else its ID: a relay
-// sets the header, and ClaimMessage drops a second copy however it came.
+// A failure no caller hears of is a Failure, handed to the OnFailure hook
+// of a backend's, relay's or Service's options (failure.go). A message's
+// Identity is its HeaderMessageID header, else its ID (ClaimMessage).
 //
 // # Injecting topics
 //
