@@ -3,18 +3,13 @@ package dbpubsub
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
@@ -167,24 +162,5 @@ func TestHeadersInTransaction(t *testing.T) {
 			}
 			f.wantStored(queues, want)
 		})
-	}
-}
-
-// A schema without migration 0007 is reported as such, naming it, by the
-// first call that needs the message table.
-func TestLacksHeadersMigration(t *testing.T) {
-	f := newGroupFixture(t)
-	for _, q := range []string{`DROP VIEW conveyor_events_all`,
-		`ALTER TABLE conveyor_events_ready DROP COLUMN headers`, `ALTER TABLE conveyor_events DROP COLUMN headers`} {
-		f.exec(q)
-	}
-	ps, err := New(f.db, Options{NoListen: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ps.Close() })
-	err = ps.Topic("old").Enqueue(f.ctx, []byte("x"))
-	if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "0007") {
-		t.Fatalf("Enqueue without migration 0007: %v, want ErrNotMigrated naming 0007", err)
 	}
 }
