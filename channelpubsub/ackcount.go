@@ -27,7 +27,7 @@ func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, er
 	if since.After(now) {
 		return 0, nil // not the acks of now's second
 	}
-	return q.ackedSince(since.Unix(), now.Unix()), nil
+	return q.ackedSince(q.ps.ackSecond(since.Sub(q.ps.epoch)), q.ps.ackSecond(now.Sub(q.ps.epoch))), nil
 }
 
 // ackWindow is how many seconds back a subscription counts its acks.
@@ -42,7 +42,16 @@ const ackWindow = 1024
 // lease clock: that one lags by up to a sweep, more when the sweeper is
 // late, so an ack made just after a caller's since, a second boundary
 // between them, would fall in the second before since's and never be
-// counted.
+// counted. It is read as the monotonic time elapsed since the store was
+// made (time.Since reads one clock, time.Now two), and a caller's since
+// is placed on the same line (since.Sub(epoch)), so both agree even when
+// the wall clock is stepped.
+
+// ackSecond is the unix second, on the store's line, of the instant
+// elapsed after the store's epoch.
+func (ps *store) ackSecond(elapsed time.Duration) int64 {
+	return (ps.epochNano + int64(elapsed)) / int64(time.Second)
+}
 
 // ackTally is the acks of one second that a shard has not yet moved into
 // the ring. Guarded by the shard's mu.
@@ -50,9 +59,8 @@ type ackTally struct {
 	sec, n int64
 }
 
-// countAck counts an ack at unixNano in sh. Called with sh.mu held.
-func (q *queue) countAck(sh *inflightShard, unixNano int64) {
-	sec := unixNano / int64(time.Second)
+// countAck counts an ack of unix second sec (ackSecond) in sh. Called with sh.mu held.
+func (q *queue) countAck(sh *inflightShard, sec int64) {
 	if t := &sh.acks; t.sec != sec {
 		if t.n > 0 {
 			q.acks.add(t.sec, t.n)

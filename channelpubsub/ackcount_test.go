@@ -15,12 +15,11 @@ import (
 // nothing.
 func TestAckCount(t *testing.T) {
 	const start = int64(1_800_000_000) // unix seconds
-	at := func(sec int64) int64 { return sec*int64(time.Second) + 123 }
 	q := &queue{}
 	ack := func(shard int, sec int64) {
 		sh := &q.inflight[shard]
 		sh.mu.Lock()
-		q.countAck(sh, at(sec))
+		q.countAck(sh, sec)
 		sh.mu.Unlock()
 	}
 	want := func(what string, from, now, n int64) {

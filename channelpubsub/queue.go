@@ -450,7 +450,7 @@ func (q *queue) endLease(e *entry, acked bool) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	if acked {
-		q.countAck(sh, time.Now().UnixNano()) // not the coarse clock: see ackcount.go
+		q.countAck(sh, q.ps.ackSecond(time.Since(q.ps.epoch))) // not the coarse clock: see ackcount.go
 	}
 	sh.mu.Unlock()
 	sh.count.Add(-1)

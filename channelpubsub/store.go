@@ -21,6 +21,8 @@ type store struct {
 	isShut     atomic.Bool    // closed, readable without a select
 	wg         sync.WaitGroup // the lease sweeper, and redeliveries waiting for room
 	clock      atomic.Int64   // unix nanoseconds, advanced by the sweeper
+	epoch      time.Time      // the store's making, with its monotonic reading: acks are timed from it (ackcount.go)
+	epochNano  int64          // epoch in unix nanoseconds
 	sweepEvery time.Duration
 
 	mu     sync.Mutex
@@ -36,7 +38,8 @@ var (
 )
 
 func newStore(o Options) *store {
-	return &store{opts: o, closed: make(chan struct{}), topics: make(map[string]*topicState)}
+	now := time.Now()
+	return &store{opts: o, epoch: now, epochNano: now.UnixNano(), closed: make(chan struct{}), topics: make(map[string]*topicState)}
 }
 
 // Open starts the lease sweeper. The store honours delays and unique
