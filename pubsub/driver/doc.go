@@ -39,7 +39,7 @@
 // A driver returns errors without its package's name or the topic's: the
 // engine wraps each one with them (for example "channelpubsub: requeue
 // "7" on topic "orders": " + the driver's). It wraps the pubsub sentinels
-// a caller matches (pubsub.ErrNotFound, pubsub.ErrInvalidID,
+// a caller matches (admin.ErrNotFound, admin.ErrInvalidID,
 // pubsub.ErrNoSubscription, ...) and returns ctx's error itself when ctx
 // ended.
 package driver

@@ -1,26 +1,28 @@
-package pubsub
+package admin
 
 import (
 	"context"
 	"errors"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Quiescer is a PubSub whose consumers can be held still: a quiesce gate,
-// for a migration or a restore that needs no message in a consumer's
+// Quiescer is a pubsub.PubSub whose consumers can be held still: a quiesce
+// gate, for a migration or a restore that needs no message in a consumer's
 // hands. Quiesce closes the gate and waits for the deliveries in hand to
 // settle; Resume opens it again.
 //
-// While the gate is closed, every Dequeue on a handle of the PubSub
+// While the gate is closed, every Dequeue on a handle of the pubsub.PubSub
 // (whatever its topic or subscription, and so a relay reading it) blocks,
 // without failing, until the gate opens, its ctx ends or its handle or
-// the PubSub closes; no Dequeue returns a delivery after Quiesce has
+// the pubsub.PubSub closes; no Dequeue returns a delivery after Quiesce has
 // returned. Enqueues go on, and the messages wait. A delivery already in
 // hand can still be settled and its lease extended.
 //
-// Close of a quiesced PubSub returns the Dequeue calls waiting at the
-// gate, and a Quiesce waiting for deliveries, with ErrClosed.
+// Close of a quiesced pubsub.PubSub returns the Dequeue calls waiting at the
+// gate, and a Quiesce waiting for deliveries, with pubsub.ErrClosed.
 //
-// The gate is per PubSub value: it holds the consumers of this process
+// The gate is per pubsub.PubSub value: it holds the consumers of this process
 // only. To hold a subscription's consumers in every process, pause it
 // (Pauser), where the backend can.
 type Quiescer interface {
@@ -30,7 +32,7 @@ type Quiescer interface {
 	// Quiesce returns ctx's error, wrapped with how many deliveries are
 	// still in hand; Quiesce again waits for them, Resume gives up (a
 	// Quiesce still waiting then returns an error wrapping ErrResumed).
-	// Quiescing a quiesced PubSub closes nothing more and waits as the
+	// Quiescing a quiesced pubsub.PubSub closes nothing more and waits as the
 	// first call does; one Resume opens it for every caller.
 	Quiesce(ctx context.Context) error
 	// Resume opens the gate: the waiting Dequeue calls go on. Resuming
@@ -41,9 +43,9 @@ type Quiescer interface {
 }
 
 // Quiesce closes ps's quiesce gate and waits for its deliveries in hand to
-// settle (see Quiescer). Without a Quiescer it returns ErrUnsupported.
-func Quiesce(ctx context.Context, ps PubSub) error {
-	q, ok := As[Quiescer](ps)
+// settle (see Quiescer). Without a Quiescer it returns pubsub.ErrUnsupported.
+func Quiesce(ctx context.Context, ps pubsub.PubSub) error {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return unsupported(ps, "quiesce")
 	}
@@ -51,9 +53,9 @@ func Quiesce(ctx context.Context, ps PubSub) error {
 }
 
 // ResumeConsumers opens ps's quiesce gate (see Quiescer). Without a
-// Quiescer it returns ErrUnsupported.
-func ResumeConsumers(ctx context.Context, ps PubSub) error {
-	q, ok := As[Quiescer](ps)
+// Quiescer it returns pubsub.ErrUnsupported.
+func ResumeConsumers(ctx context.Context, ps pubsub.PubSub) error {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return unsupported(ps, "quiesce")
 	}
@@ -61,9 +63,9 @@ func ResumeConsumers(ctx context.Context, ps PubSub) error {
 }
 
 // IsQuiesced reports whether ps's quiesce gate is closed. Without a
-// Quiescer it returns ErrUnsupported.
-func IsQuiesced(ctx context.Context, ps PubSub) (bool, error) {
-	q, ok := As[Quiescer](ps)
+// Quiescer it returns pubsub.ErrUnsupported.
+func IsQuiesced(ctx context.Context, ps pubsub.PubSub) (bool, error) {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return false, unsupported(ps, "quiesce")
 	}
