@@ -29,7 +29,8 @@
 // SlotReceiver for speed) that the engine
 // finds by type assertion on the Store, Topic or Subscription when it makes
 // a handle, and reports through pubsub.As; a capability the driver lacks
-// has the fallback its pubsub helper documents, or pubsub.ErrUnsupported.
+// has the fallback its helper (in pubsub or pubsub/admin) documents, or
+// pubsub.ErrUnsupported.
 //
 // docs/writing-a-backend.md walks through the contract with the in-memory
 // driver (package channelpubsub) as the example.
