@@ -27,9 +27,9 @@ type TopicLister interface {
 type TopicInfo struct {
 	Name string
 	// Subscriptions are the topic's subscriptions, sorted, as
-	// pubsub.Subscriber.Subscriptions lists them: a topic with none keeps its
-	// messages for its default subscription (see "Subscriptions" in the
-	// package documentation).
+	// pubsub.Subscriber.Subscriptions lists them: a topic with none keeps
+	// its messages for its default subscription (see "Subscriptions" in
+	// package pubsub's documentation).
 	Subscriptions []string
 }
 

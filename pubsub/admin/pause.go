@@ -9,7 +9,7 @@ import (
 // Pauser is a pubsub.Topic whose subscription can be paused: while it is
 // paused, no consumer of it, in any process, gets a message; enqueues still
 // work, and the messages wait. It acts on the subscription the handle reads:
-// pubsub.Topic(name) pauses the default subscription, a handle from
+// PubSub.Topic(name) pauses the default subscription, a handle from
 // pubsub.Subscribe its own; the topic's other subscriptions go on. On a
 // durable backend the pause is kept in the store, so it survives restarts.
 //

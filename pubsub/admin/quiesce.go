@@ -12,17 +12,17 @@ import (
 // hands. Quiesce closes the gate and waits for the deliveries in hand to
 // settle; Resume opens it again.
 //
-// While the gate is closed, every Dequeue on a handle of the pubsub.PubSub
+// While the gate is closed, every Dequeue on a handle of the PubSub
 // (whatever its topic or subscription, and so a relay reading it) blocks,
 // without failing, until the gate opens, its ctx ends or its handle or
-// the pubsub.PubSub closes; no Dequeue returns a delivery after Quiesce has
+// the PubSub closes; no Dequeue returns a delivery after Quiesce has
 // returned. Enqueues go on, and the messages wait. A delivery already in
 // hand can still be settled and its lease extended.
 //
-// Close of a quiesced pubsub.PubSub returns the Dequeue calls waiting at the
+// Close of a quiesced PubSub returns the Dequeue calls waiting at the
 // gate, and a Quiesce waiting for deliveries, with pubsub.ErrClosed.
 //
-// The gate is per pubsub.PubSub value: it holds the consumers of this process
+// The gate is per PubSub value: it holds the consumers of this process
 // only. To hold a subscription's consumers in every process, pause it
 // (Pauser), where the backend can.
 type Quiescer interface {
@@ -32,7 +32,7 @@ type Quiescer interface {
 	// Quiesce returns ctx's error, wrapped with how many deliveries are
 	// still in hand; Quiesce again waits for them, Resume gives up (a
 	// Quiesce still waiting then returns an error wrapping ErrResumed).
-	// Quiescing a quiesced pubsub.PubSub closes nothing more and waits as the
+	// Quiescing a quiesced PubSub closes nothing more and waits as the
 	// first call does; one Resume opens it for every caller.
 	Quiesce(ctx context.Context) error
 	// Resume opens the gate: the waiting Dequeue calls go on. Resuming
@@ -74,4 +74,4 @@ func IsQuiesced(ctx context.Context, ps pubsub.PubSub) (bool, error) {
 
 // ErrResumed is wrapped by the error of a Quiesce call still waiting for
 // deliveries in hand when Resume opened the gate.
-var ErrResumed = errors.New("pubsub: resumed before the deliveries in hand settled")
+var ErrResumed = errors.New("admin: resumed before the deliveries in hand settled")
