@@ -10,13 +10,13 @@ import (
 
 var _ driver.AckCounter = (*subscription)(nil)
 
-// AckedSince counts the acks of the handle's subscription at or after
-// since (see pubsub.AckCounter). Acks are counted by the second of the
-// real time (time.Now) they were made at: every ack of the second since
-// falls in is counted, even one made a little before since, and no ack
-// made at or after since is missed; a since in the future counts 0. The subscription remembers the acks of
-// its last 1024 seconds (about 17 minutes); a since older than that counts
-// those only. A named subscription that does not exist wraps
+// AckedSince counts the acks of the handle's subscription at or after since
+// (see admin.AckCounter). Acks are counted by the second of the real time
+// (time.Now) they were made at: every ack of the second since falls in is
+// counted, even one made a little before since, and no ack made at or after
+// since is missed; a since in the future counts 0. The subscription remembers
+// the acks of its last 1024 seconds (about 17 minutes); a since older than
+// that counts those only. A named subscription that does not exist wraps
 // pubsub.ErrNoSubscription.
 func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, error) {
 	q, err := s.open(false)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // TestAckCount checks the counts AckedSince reads: acks counted by the
@@ -75,7 +75,7 @@ func TestAckedSinceMissesNoLaterAck(t *testing.T) {
 		}
 		// The previous round's ack was in an earlier second: this one
 		// alone counts.
-		if n, err := pubsub.AckedSince(ctx, tp, since); n != 1 || err != nil {
+		if n, err := admin.AckedSince(ctx, tp, since); n != 1 || err != nil {
 			t.Fatalf("round %d: AckedSince(%s) right after an ack = %d, %v; want 1, nil",
 				round, since.Format(time.RFC3339Nano), n, err)
 		}

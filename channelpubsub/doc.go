@@ -30,7 +30,7 @@
 // and its handles return pubsub.ErrNoSubscription until it is created
 // again. The inbox (Claim) takes part in no transaction: a claim is
 // recorded at once, even with pubsub.WithTx, and release forgets it. A
-// pause (pubsub.Pause) holds a subscription's Dequeue calls in memory
+// pause (admin.Pause) holds a subscription's Dequeue calls in memory
 // until Resume, and goes with the subscription when it is deleted.
 //
 // Messages live in the process's memory: they are lost when the process

@@ -6,6 +6,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Example_subscriptions fans one topic out to two subscriptions: each gets
@@ -34,7 +35,7 @@ func Example_subscriptions() {
 		fmt.Printf("%s\n", msg.Data())
 		_ = msg.Ack(ctx)
 	}
-	subs, _ := pubsub.ListSubscriptions(ctx, ps, "orders")
+	subs, _ := admin.ListSubscriptions(ctx, ps, "orders")
 	fmt.Println(subs)
 	// Output:
 	// order #1

@@ -10,13 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Inspection and repair (driver.Peeker, Canceler, DeadDeleter; the
-// store's Topics is in store.go). Peek lists each state by ID (the order of enqueue), its
-// cursor the last ID listed; it copies and sorts the state's entries, so a
+// Inspection and repair (driver.Peeker, Canceler, DeadDeleter; the store's
+// Topics is in store.go). Peek lists each state by ID (the order of enqueue),
+// its cursor the last ID listed; it copies and sorts the state's entries, so a
 // page costs time in proportion to the messages in that state. Message and
 // Cancel look an ID up in each state in turn.
 
@@ -116,17 +116,17 @@ func (q *queue) inflightEntries(id uint64) []*entry {
 // inState returns the queue's entries in state (all of them, or the one
 // of id when id is not 0), as last linked: the caller checks each one's
 // state under its lock.
-func (q *queue) inState(state pubsub.MessageState, id uint64) []*entry {
+func (q *queue) inState(state admin.MessageState, id uint64) []*entry {
 	switch state {
-	case pubsub.StateReady:
+	case admin.StateReady:
 		return q.ready.entries(id)
-	case pubsub.StateProcessing:
+	case admin.StateProcessing:
 		return q.inflightEntries(id)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []*entry
-	if state == pubsub.StateScheduled {
+	if state == admin.StateScheduled {
 		for e := range q.scheduled {
 			if id == 0 || e.id == id {
 				out = append(out, e)
@@ -143,19 +143,19 @@ func (q *queue) inState(state pubsub.MessageState, id uint64) []*entry {
 }
 
 // stateOf is the inspection state of an entry state.
-var stateOf = map[state]pubsub.MessageState{stReady: pubsub.StateReady, stScheduled: pubsub.StateScheduled,
-	stProcessing: pubsub.StateProcessing, stDead: pubsub.StateDead}
+var stateOf = map[state]admin.MessageState{stReady: admin.StateReady, stScheduled: admin.StateScheduled,
+	stProcessing: admin.StateProcessing, stDead: admin.StateDead}
 
 // info describes e if it is in a state inspection shows. Called with e.mu
 // held.
-func (e *entry) info() (pubsub.MessageInfo, bool) {
+func (e *entry) info() (admin.MessageInfo, bool) {
 	st, ok := stateOf[e.state]
 	if !ok {
-		return pubsub.MessageInfo{}, false
+		return admin.MessageInfo{}, false
 	}
-	info := pubsub.MessageInfo{
+	info := admin.MessageInfo{
 		ID: e.ID(), State: st, Attempts: int(e.attempt), CreatedAt: time.Unix(0, e.created),
-		LastError: e.lastErr(), Size: len(e.data()), Preview: pubsub.PreviewOf(e.data()), Header: e.header(),
+		LastError: e.lastErr(), Size: len(e.data()), Preview: admin.PreviewOf(e.data()), Header: e.header(),
 	}
 	switch e.state {
 	case stReady:
@@ -171,20 +171,20 @@ func (e *entry) info() (pubsub.MessageInfo, bool) {
 }
 
 // Peek returns a page of the subscription's messages in opts.State, by ID.
-func (s *subscription) Peek(_ context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
+func (s *subscription) Peek(_ context.Context, opts admin.PeekOptions) (admin.PeekPage, error) {
 	q, err := s.open(false)
 	if err != nil {
-		return pubsub.PeekPage{}, err
+		return admin.PeekPage{}, err
 	}
 	var after uint64
 	if opts.After != "" {
 		if after, err = strconv.ParseUint(opts.After, 10, 64); err != nil {
-			return pubsub.PeekPage{}, fmt.Errorf("%w %q", pubsub.ErrInvalidCursor, opts.After)
+			return admin.PeekPage{}, fmt.Errorf("%w %q", admin.ErrInvalidCursor, opts.After)
 		}
 	}
 	es := slices.DeleteFunc(q.inState(opts.State, 0), func(e *entry) bool { return e.id <= after })
 	slices.SortFunc(es, func(a, b *entry) int { return cmp.Compare(a.id, b.id) })
-	var page pubsub.PeekPage
+	var page admin.PeekPage
 	for _, e := range es {
 		e.mu.Lock()
 		info, ok := e.info()
@@ -204,7 +204,7 @@ func (s *subscription) Peek(_ context.Context, opts pubsub.PeekOptions) (pubsub.
 // find returns the entry id of the subscription in a state inspection
 // shows, or nil.
 func (q *queue) find(id uint64) *entry {
-	for _, state := range []pubsub.MessageState{pubsub.StateReady, pubsub.StateProcessing, pubsub.StateScheduled, pubsub.StateDead} {
+	for _, state := range []admin.MessageState{admin.StateReady, admin.StateProcessing, admin.StateScheduled, admin.StateDead} {
 		if es := q.inState(state, id); len(es) > 0 {
 			for _, e := range es {
 				if e.id == id {
@@ -224,26 +224,26 @@ func (s *subscription) lookupID(id string) (*queue, *entry, error) {
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || n == 0 {
-		return nil, nil, pubsub.ErrInvalidID
+		return nil, nil, admin.ErrInvalidID
 	}
 	e := q.find(n)
 	if e == nil {
-		return nil, nil, pubsub.ErrNotFound
+		return nil, nil, admin.ErrNotFound
 	}
 	return q, e, nil
 }
 
 // Message returns the message id of the subscription and its data.
-func (s *subscription) Message(_ context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+func (s *subscription) Message(_ context.Context, id string) (admin.MessageInfo, []byte, error) {
 	_, e, err := s.lookupID(id)
 	if err != nil {
-		return pubsub.MessageInfo{}, nil, err
+		return admin.MessageInfo{}, nil, err
 	}
 	e.mu.Lock()
 	info, ok := e.info()
 	e.mu.Unlock()
 	if !ok {
-		return pubsub.MessageInfo{}, nil, pubsub.ErrNotFound
+		return admin.MessageInfo{}, nil, admin.ErrNotFound
 	}
 	return info, append([]byte{}, e.data()...), nil
 }
@@ -268,9 +268,9 @@ func (s *subscription) Cancel(_ context.Context, id string) error {
 		delete(q.scheduled, e)
 		q.mu.Unlock()
 	case stProcessing, stDead:
-		return fmt.Errorf("%w: it is %s", pubsub.ErrWrongState, stateOf[e.state])
+		return fmt.Errorf("%w: it is %s", admin.ErrWrongState, stateOf[e.state])
 	default:
-		return pubsub.ErrNotFound
+		return admin.ErrNotFound
 	}
 	e.state = stCanceled
 	q.releaseKey(e)
@@ -285,11 +285,11 @@ func (s *subscription) DeleteDead(_ context.Context, id string) error {
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || n == 0 {
-		return pubsub.ErrInvalidID
+		return admin.ErrInvalidID
 	}
 	es := q.takeDead(func(e *entry) bool { return e.id == n })
 	if len(es) == 0 {
-		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", admin.ErrNotFound)
 	}
 	q.releaseKey(es[0])
 	return nil

@@ -11,7 +11,7 @@ import (
 var _ driver.Pauser = (*subscription)(nil)
 
 // Pause pauses the handle's subscription: its Dequeue calls, on every
-// handle, wait until Resume; enqueues go on (see pubsub.Pauser). A named
+// handle, wait until Resume; enqueues go on (see admin.Pauser). A named
 // subscription that does not exist wraps pubsub.ErrNoSubscription.
 func (s *subscription) Pause(context.Context) error {
 	q, err := s.open(false)

@@ -2,6 +2,7 @@ package channelpubsub
 
 import (
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
@@ -24,9 +25,9 @@ type PubSub struct {
 }
 
 var (
-	_ pubsub.PubSub      = (*PubSub)(nil)
-	_ pubsub.Subscriber  = (*PubSub)(nil)
-	_ pubsub.TopicLister = (*PubSub)(nil)
+	_ pubsub.PubSub     = (*PubSub)(nil)
+	_ pubsub.Subscriber = (*PubSub)(nil)
+	_ admin.TopicLister = (*PubSub)(nil)
 )
 
 // New returns a PubSub with the default Options.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -494,16 +495,16 @@ func (q *queue) pruneDead(cutoff time.Time) {
 	}
 }
 
-func (q *queue) listDead(limit int) []pubsub.DeadMessage {
+func (q *queue) listDead(limit int) []admin.DeadMessage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := len(q.dead)
 	if limit > 0 && limit < n {
 		n = limit
 	}
-	out := make([]pubsub.DeadMessage, 0, n)
+	out := make([]admin.DeadMessage, 0, n)
 	for _, e := range q.dead[:n] {
-		out = append(out, pubsub.DeadMessage{
+		out = append(out, admin.DeadMessage{
 			ID:        e.ID(),
 			Data:      append([]byte{}, e.data()...),
 			Attempts:  int(e.attempt),
@@ -546,11 +547,11 @@ func (q *queue) requeue(es []*entry) {
 	}
 }
 
-func (q *queue) stats() pubsub.Stats {
+func (q *queue) stats() admin.Stats {
 	processing := q.countInflight()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return pubsub.Stats{
+	return admin.Stats{
 		Ready:      q.ready.len(),
 		Scheduled:  int64(len(q.scheduled)),
 		Processing: processing,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // A dead message is forgotten Options.DeadRetention after it died, and its
@@ -39,7 +40,7 @@ func TestDeadRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(600 * time.Millisecond)
-			dead, err := pubsub.ListDead(ctx, tp, 0)
+			dead, err := admin.ListDead(ctx, tp, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -175,19 +176,19 @@ func (ps *store) DeleteSubscription(_ context.Context, topic, sub string) error 
 }
 
 // Topics returns every topic used, with its subscriptions.
-func (ps *store) Topics(context.Context) ([]pubsub.TopicInfo, error) {
+func (ps *store) Topics(context.Context) ([]admin.TopicInfo, error) {
 	ps.mu.Lock()
 	tss := make([]*topicState, 0, len(ps.topics))
 	for _, ts := range ps.topics {
 		tss = append(tss, ts)
 	}
 	ps.mu.Unlock()
-	out := make([]pubsub.TopicInfo, len(tss))
+	out := make([]admin.TopicInfo, len(tss))
 	for i, ts := range tss {
 		ts.mu.Lock()
-		out[i] = pubsub.TopicInfo{Name: ts.name, Subscriptions: ts.names()}
+		out[i] = admin.TopicInfo{Name: ts.name, Subscriptions: ts.names()}
 		ts.mu.Unlock()
 	}
-	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }

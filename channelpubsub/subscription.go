@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -133,7 +134,7 @@ func (s *subscription) Extend(_ context.Context, d *driver.Delivery, by time.Dur
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
 // death first.
-func (s *subscription) ListDead(_ context.Context, limit int) ([]pubsub.DeadMessage, error) {
+func (s *subscription) ListDead(_ context.Context, limit int) ([]admin.DeadMessage, error) {
 	q, err := s.open(false)
 	if err != nil {
 		return nil, err
@@ -149,11 +150,11 @@ func (s *subscription) RequeueDead(_ context.Context, id string) error {
 	}
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", admin.ErrInvalidID, admin.ErrNotFound)
 	}
 	es := q.takeDead(func(e *entry) bool { return e.id == n })
 	if len(es) == 0 {
-		return fmt.Errorf("no dead message with that id: %w", pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that id: %w", admin.ErrNotFound)
 	}
 	q.requeue(es)
 	return nil
@@ -185,10 +186,10 @@ func (s *subscription) PurgeDead(context.Context) (int, error) {
 
 // Stats counts the subscription's messages. OldestReady is not tracked by
 // this store and is always 0.
-func (s *subscription) Stats(context.Context) (pubsub.Stats, error) {
+func (s *subscription) Stats(context.Context) (admin.Stats, error) {
 	q, err := s.open(false)
 	if err != nil {
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
 	return q.stats(), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // What this backend does where the contract leaves a choice, or what only
@@ -94,7 +95,7 @@ func TestDeletedSubscription(t *testing.T) {
 	if err := pubsub.ExtendLease(ctx, inflight, time.Second); !errors.Is(err, pubsub.ErrLeaseExpired) {
 		t.Fatalf("ExtendLease of a delivery of a deleted subscription: %v, want ErrLeaseExpired", err)
 	}
-	if _, err := pubsub.TopicStats(ctx, old); !errors.Is(err, pubsub.ErrNoSubscription) {
+	if _, err := admin.TopicStats(ctx, old); !errors.Is(err, pubsub.ErrNoSubscription) {
 		t.Fatalf("Stats on a handle of a deleted subscription: %v, want ErrNoSubscription", err)
 	}
 	if _, _, err := pubsub.Claim(ctx, old, "k"); !errors.Is(err, pubsub.ErrNoSubscription) {
@@ -124,7 +125,7 @@ func TestDeletedDefaultSubscription(t *testing.T) {
 	if subs, _ := ps.Subscriptions(ctx, "t"); len(subs) != 1 || subs[0] != "named" {
 		t.Fatalf("Subscriptions = %q, want [named]", subs)
 	}
-	if s, err := pubsub.TopicStats(ctx, plain); err != nil || s != (pubsub.Stats{}) {
+	if s, err := admin.TopicStats(ctx, plain); err != nil || s != (admin.Stats{}) {
 		t.Fatalf("Stats of the deleted default = %+v, %v; want a new, empty default", s, err)
 	}
 	if err := plain.Enqueue(ctx, []byte("2")); err != nil { // named only

@@ -10,6 +10,8 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 func TestEnqueueBlocksWhenFull(t *testing.T) {
@@ -48,8 +50,8 @@ func TestEnqueueBlocksWhenFull(t *testing.T) {
 		}
 		_ = m.Ack(ctx)
 	}
-	s, err := pubsub.TopicStats(ctx, tp)
-	if err != nil || s != (pubsub.Stats{}) {
+	s, err := admin.TopicStats(ctx, tp)
+	if err != nil || s != (admin.Stats{}) {
 		t.Fatalf("Stats = %+v, %v; want an empty topic", s, err)
 	}
 }
@@ -184,7 +186,7 @@ func TestBatchIsAllOrNone(t *testing.T) {
 	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
-	if st, _ := pubsub.TopicStats(ctx, tp); st.Ready != 5 {
+	if st, _ := admin.TopicStats(ctx, tp); st.Ready != 5 {
 		t.Fatalf("after a batch of 5: %d ready, want 5", st.Ready)
 	}
 	// A second batch waits for the first to be in; when its ctx ends
@@ -205,7 +207,7 @@ func TestBatchIsAllOrNone(t *testing.T) {
 	if err := pubsub.EnqueueBatch(ctx, tp, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := pubsub.TopicStats(ctx, tp); st != (pubsub.Stats{}) {
+	if st, _ := admin.TopicStats(ctx, tp); st != (admin.Stats{}) {
 		t.Fatalf("after draining: %+v, want nothing left from the refused batch", st)
 	}
 }
@@ -220,9 +222,9 @@ func TestEnqueueOwned(t *testing.T) {
 	t.Cleanup(func() { _ = ps.Close() })
 
 	tp := ps.Topic("owned")
-	o, ok := tp.(pubsub.OwnedEnqueuer)
+	o, ok := tp.(wrap.OwnedEnqueuer)
 	if !ok {
-		t.Fatalf("%T is no pubsub.OwnedEnqueuer", tp)
+		t.Fatalf("%T is no wrap.OwnedEnqueuer", tp)
 	}
 	owned, copied := []byte("handed over"), []byte("copied")
 	if err := o.EnqueueOwned(ctx, owned); err != nil {
@@ -255,7 +257,7 @@ func TestEnqueueOwned(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("fanned out")
-	if err := a.(pubsub.OwnedEnqueuer).EnqueueOwned(ctx, data); err != nil {
+	if err := a.(wrap.OwnedEnqueuer).EnqueueOwned(ctx, data); err != nil {
 		t.Fatal(err)
 	}
 	ma, err := a.Dequeue(ctx)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // An action changes a subscription's messages. Its link leads to a
@@ -22,7 +23,7 @@ type action struct {
 	// message id, %[2]s the target in words.
 	question, explain string
 	// back is the state whose list the action returns to.
-	back pubsub.MessageState
+	back admin.MessageState
 	run  func(ctx context.Context, t pubsub.Topic, id string) (int, error)
 	// done is the note shown after it: %[1]s the id, %[2]d the count.
 	done string
@@ -30,53 +31,53 @@ type action struct {
 
 // actions are the dashboard's actions, by name.
 var actions = byName([]*action{
-	{name: "requeue", label: "Requeue", oneID: true, back: pubsub.StateDead,
+	{name: "requeue", label: "Requeue", oneID: true, back: admin.StateDead,
 		question: "Re-queue dead message %[1]s of %[2]s?",
 		explain:  "It becomes ready again with a fresh attempt count, and a consumer of this subscription gets it.",
 		run: func(ctx context.Context, t pubsub.Topic, id string) (int, error) {
-			return 1, pubsub.RequeueDead(ctx, t, id)
+			return 1, admin.RequeueDead(ctx, t, id)
 		},
 		done: "Message %[1]s was re-queued."},
-	{name: "purge", label: "Delete", oneID: true, back: pubsub.StateDead,
+	{name: "purge", label: "Delete", oneID: true, back: admin.StateDead,
 		question: "Delete dead message %[1]s of %[2]s for good?",
 		explain:  "It cannot be recovered afterwards.",
 		run: func(ctx context.Context, t pubsub.Topic, id string) (int, error) {
-			return 1, pubsub.DeleteDead(ctx, t, id)
+			return 1, admin.DeleteDead(ctx, t, id)
 		},
 		done: "Dead message %[1]s was deleted."},
-	{name: "requeue-all", label: "Requeue all dead", back: pubsub.StateDead,
+	{name: "requeue-all", label: "Requeue all dead", back: admin.StateDead,
 		question: "Re-queue every dead message of %[2]s?",
 		explain:  "They become ready again with fresh attempt counts, and the consumers of this subscription get them.",
 		run: func(ctx context.Context, t pubsub.Topic, _ string) (int, error) {
-			return pubsub.RequeueAllDead(ctx, t)
+			return admin.RequeueAllDead(ctx, t)
 		},
 		done: "%[2]d dead messages were re-queued."},
-	{name: "purge-all", label: "Delete all dead", back: pubsub.StateDead,
+	{name: "purge-all", label: "Delete all dead", back: admin.StateDead,
 		question: "Delete every dead message of %[2]s for good?",
 		explain:  "They cannot be recovered afterwards.",
 		run: func(ctx context.Context, t pubsub.Topic, _ string) (int, error) {
-			return pubsub.PurgeDead(ctx, t)
+			return admin.PurgeDead(ctx, t)
 		},
 		done: "%[2]d dead messages were deleted."},
-	{name: "cancel", label: "Cancel", oneID: true, back: pubsub.StateReady,
+	{name: "cancel", label: "Cancel", oneID: true, back: admin.StateReady,
 		question: "Cancel message %[1]s of %[2]s?",
 		explain:  "It is deleted before delivery: no consumer of this subscription gets it. A message being processed or dead cannot be cancelled.",
 		run: func(ctx context.Context, t pubsub.Topic, id string) (int, error) {
-			return 1, pubsub.Cancel(ctx, t, id)
+			return 1, admin.Cancel(ctx, t, id)
 		},
 		done: "Message %[1]s was cancelled."},
-	{name: "pause", label: "Pause", back: pubsub.StateReady,
+	{name: "pause", label: "Pause", back: admin.StateReady,
 		question: "Pause %[2]s?",
 		explain:  "No consumer, in any process, gets its messages until it is resumed. Enqueues still work: the messages wait.",
 		run: func(ctx context.Context, t pubsub.Topic, _ string) (int, error) {
-			return 0, pubsub.Pause(ctx, t)
+			return 0, admin.Pause(ctx, t)
 		},
 		done: "The subscription is paused."},
-	{name: "resume", label: "Resume", back: pubsub.StateReady,
+	{name: "resume", label: "Resume", back: admin.StateReady,
 		question: "Resume %[2]s?",
 		explain:  "Its consumers get its messages again.",
 		run: func(ctx context.Context, t pubsub.Topic, _ string) (int, error) {
-			return 0, pubsub.Resume(ctx, t)
+			return 0, admin.Resume(ctx, t)
 		},
 		done: "The subscription was resumed."},
 })
@@ -198,12 +199,12 @@ const maxIDLen = 200
 func (d *Dashboard) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusServiceUnavailable
 	switch {
-	case errors.Is(err, errUnknown), errors.Is(err, pubsub.ErrNotFound), errors.Is(err, pubsub.ErrNoSubscription):
+	case errors.Is(err, errUnknown), errors.Is(err, admin.ErrNotFound), errors.Is(err, pubsub.ErrNoSubscription):
 		code = http.StatusNotFound
-	case errors.Is(err, pubsub.ErrInvalidID), errors.Is(err, pubsub.ErrInvalidCursor), errors.Is(err, pubsub.ErrInvalidTopic),
+	case errors.Is(err, admin.ErrInvalidID), errors.Is(err, admin.ErrInvalidCursor), errors.Is(err, pubsub.ErrInvalidTopic),
 		errors.Is(err, pubsub.ErrInvalidSubscription):
 		code = http.StatusBadRequest
-	case errors.Is(err, pubsub.ErrWrongState):
+	case errors.Is(err, admin.ErrWrongState):
 		code = http.StatusConflict
 	case errors.Is(err, pubsub.ErrUnsupported):
 		code = http.StatusNotImplemented

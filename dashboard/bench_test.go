@@ -15,6 +15,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // BenchmarkPages measures each dashboard page over HTTP, rendering
@@ -57,7 +58,7 @@ func BenchmarkPages(b *testing.B) {
 		deep = html.UnescapeString(next[1])
 	}
 	deep = strings.Replace(deep, "limit=500", "limit=50", 1)
-	pg, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 1})
+	pg, err := admin.Peek(ctx, tp, admin.PeekOptions{State: admin.StateDead, Limit: 1})
 	if err != nil || len(pg.Messages) != 1 {
 		b.Fatalf("Peek(dead) = %+v, %v", pg, err)
 	}

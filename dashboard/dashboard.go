@@ -44,7 +44,7 @@ type Options struct {
 	ReadOnly bool
 	// Topics are topics shown besides the ones the backend lists (a topic
 	// listed nowhere yet, before its first message): on a backend that
-	// cannot list its topics (no pubsub.TopicLister), the only ones shown.
+	// cannot list its topics (no admin.TopicLister), the only ones shown.
 	Topics []string
 	// Timeout bounds each backend call of a request; DefaultTimeout when 0.
 	Timeout time.Duration

@@ -19,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // backends are the PubSubs the dashboard is tested on: channelpubsub in
@@ -95,12 +96,12 @@ func newFixture(t *testing.T, ps pubsub.PubSub) *fixture {
 	f.processingID = f.processing.ID()
 	t.Cleanup(func() { _ = f.processing.Nack(context.Background()) })
 
-	page, err := pubsub.Peek(ctx, f.topic, pubsub.PeekOptions{State: pubsub.StateReady})
+	page, err := admin.Peek(ctx, f.topic, admin.PeekOptions{State: admin.StateReady})
 	if err != nil || len(page.Messages) != 2 {
 		t.Fatalf("Peek(ready) = %+v, %v: want the 2 ready messages", page, err)
 	}
 	f.jsonID, f.scriptID = page.Messages[0].ID, page.Messages[1].ID
-	page, err = pubsub.Peek(ctx, f.topic, pubsub.PeekOptions{State: pubsub.StateScheduled})
+	page, err = admin.Peek(ctx, f.topic, admin.PeekOptions{State: admin.StateScheduled})
 	if err != nil || len(page.Messages) != 1 {
 		t.Fatalf("Peek(scheduled) = %+v, %v: want the delayed message", page, err)
 	}
@@ -335,9 +336,9 @@ func TestBadRequests(t *testing.T) {
 	})
 }
 
-func stats(t *testing.T, tp pubsub.Topic) pubsub.Stats {
+func stats(t *testing.T, tp pubsub.Topic) admin.Stats {
 	t.Helper()
-	st, err := pubsub.TopicStats(context.Background(), tp)
+	st, err := admin.TopicStats(context.Background(), tp)
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
@@ -385,7 +386,7 @@ func TestActions(t *testing.T) {
 		if resp := s.confirm(t, base+"confirm/purge?id="+f.deadID); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("purge: %d, want 303", resp.StatusCode)
 		}
-		if _, _, err := pubsub.GetMessage(ctx, f.topic, f.deadID); !errors.Is(err, pubsub.ErrNotFound) {
+		if _, _, err := admin.GetMessage(ctx, f.topic, f.deadID); !errors.Is(err, admin.ErrNotFound) {
 			t.Fatalf("after purge, GetMessage = %v, want ErrNotFound", err)
 		}
 
@@ -394,7 +395,7 @@ func TestActions(t *testing.T) {
 		if resp := s.confirm(t, base+"confirm/cancel?id="+f.delayedID); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("cancel: %d, want 303", resp.StatusCode)
 		}
-		if _, _, err := pubsub.GetMessage(ctx, f.topic, f.delayedID); !errors.Is(err, pubsub.ErrNotFound) {
+		if _, _, err := admin.GetMessage(ctx, f.topic, f.delayedID); !errors.Is(err, admin.ErrNotFound) {
 			t.Fatalf("after cancel, GetMessage = %v, want ErrNotFound", err)
 		}
 		if resp := s.confirm(t, base+"confirm/cancel?id="+f.processingID); resp.StatusCode != http.StatusConflict {
@@ -405,7 +406,7 @@ func TestActions(t *testing.T) {
 		if resp := s.confirm(t, base+"confirm/pause"); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("pause: %d, want 303", resp.StatusCode)
 		}
-		if p, err := pubsub.IsPaused(ctx, f.topic); err != nil || !p {
+		if p, err := admin.IsPaused(ctx, f.topic); err != nil || !p {
 			t.Fatalf("after pause, IsPaused = %v, %v", p, err)
 		}
 		_, body = s.get(t, base)
@@ -413,7 +414,7 @@ func TestActions(t *testing.T) {
 		if resp := s.confirm(t, base+"confirm/resume"); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("resume: %d, want 303", resp.StatusCode)
 		}
-		if p, err := pubsub.IsPaused(ctx, f.topic); err != nil || p {
+		if p, err := admin.IsPaused(ctx, f.topic); err != nil || p {
 			t.Fatalf("after resume, IsPaused = %v, %v", p, err)
 		}
 

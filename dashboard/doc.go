@@ -31,7 +31,7 @@
 //   - A topic or subscription not listed by the backend (or in
 //     Options.Topics) is answered 404: a mistyped URL never creates one.
 //   - The charts come from a sampler that reads each subscription's Stats
-//     and pubsub.AckedSince every Options.SampleInterval, in the process
+//     and admin.AckedSince every Options.SampleInterval, in the process
 //     serving the dashboard; Close stops it.
 //
 // The dashboard can change every message of the backend: mount it behind

@@ -13,6 +13,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/timefmt"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The pages that only read: the overview, a subscription's messages by
@@ -21,7 +22,7 @@ import (
 // overviewRow is one subscription of the overview.
 type overviewRow struct {
 	Topic, Sub, URL string
-	Stats           pubsub.Stats
+	Stats           admin.Stats
 	Err             string // why its counts are missing
 	State           string // running, paused, or "" when the backend cannot pause
 	Chart           *chart
@@ -75,7 +76,7 @@ func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 		return row
 	}
 	defer t.Close()
-	if row.Stats, err = pubsub.TopicStats(ctx, t); err != nil {
+	if row.Stats, err = admin.TopicStats(ctx, t); err != nil {
 		row.Err = err.Error()
 	}
 	row.State = pauseState(ctx, t)
@@ -85,7 +86,7 @@ func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 // pauseState says whether t is paused: "paused", "running", or "" when
 // the backend cannot pause or could not say.
 func pauseState(ctx context.Context, t pubsub.Topic) string {
-	switch paused, err := pubsub.IsPaused(ctx, t); {
+	switch paused, err := admin.IsPaused(ctx, t); {
 	case err != nil:
 		return ""
 	case paused:
@@ -95,7 +96,7 @@ func pauseState(ctx context.Context, t pubsub.Topic) string {
 }
 
 func canList(ps pubsub.PubSub) bool {
-	_, ok := pubsub.As[pubsub.TopicLister](ps)
+	_, ok := pubsub.As[admin.TopicLister](ps)
 	return ok
 }
 
@@ -121,19 +122,19 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, d.url(tg.path()+"messages/"+url.PathEscape(id)), http.StatusSeeOther)
 		return
 	}
-	state := pubsub.MessageState(q.Get("state"))
+	state := admin.MessageState(q.Get("state"))
 	if state == "" {
-		state = pubsub.StateReady
+		state = admin.StateReady
 	}
 	if !state.Valid() {
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("no message state %q: want ready, scheduled, processing or dead", state))
 		return
 	}
-	limit := pubsub.DefaultPeekLimit
+	limit := admin.DefaultPeekLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > pubsub.MaxPeekLimit {
-			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("limit %q: want a number of messages from 1 to %d", s, pubsub.MaxPeekLimit))
+		if err != nil || n < 1 || n > admin.MaxPeekLimit {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("limit %q: want a number of messages from 1 to %d", s, admin.MaxPeekLimit))
 			return
 		}
 		limit = n
@@ -151,12 +152,12 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		Messages                                                            []messageRow
 	}
 	p := messagesPage{Topic: tg.Topic, Sub: tg.Sub, URL: d.url(tg.path()), State: string(state), TimeColumn: timeLabel(state)}
-	stats, statsErr := pubsub.TopicStats(ctx, t)
-	for _, s := range []pubsub.MessageState{pubsub.StateReady, pubsub.StateScheduled, pubsub.StateProcessing, pubsub.StateDead} {
+	stats, statsErr := admin.TopicStats(ctx, t)
+	for _, s := range []admin.MessageState{admin.StateReady, admin.StateScheduled, admin.StateProcessing, admin.StateDead} {
 		n := int64(-1)
 		if statsErr == nil {
-			n = map[pubsub.MessageState]int64{pubsub.StateReady: stats.Ready, pubsub.StateScheduled: stats.Scheduled,
-				pubsub.StateProcessing: stats.Processing, pubsub.StateDead: stats.Dead}[s]
+			n = map[admin.MessageState]int64{admin.StateReady: stats.Ready, admin.StateScheduled: stats.Scheduled,
+				admin.StateProcessing: stats.Processing, admin.StateDead: stats.Dead}[s]
 		}
 		p.Tabs = append(p.Tabs, link{Name: string(s), URL: p.URL + "?state=" + string(s), Count: n, Current: s == state})
 	}
@@ -168,12 +169,12 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		p.PauseState = "Running."
 		p.PauseAction = new(d.actionLink(actions["pause"], tg, ""))
 	}
-	if state == pubsub.StateDead && stats.Dead > 0 {
+	if state == admin.StateDead && stats.Dead > 0 {
 		p.BulkActions = []link{d.actionLink(actions["requeue-all"], tg, ""), d.actionLink(actions["purge-all"], tg, "")}
 	}
-	pg, err := pubsub.Peek(ctx, t, pubsub.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
+	pg, err := admin.Peek(ctx, t, admin.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
 	switch {
-	case errors.Is(err, pubsub.ErrInvalidCursor):
+	case errors.Is(err, admin.ErrInvalidCursor):
 		d.failErr(w, r, err)
 		return
 	case errors.Is(err, pubsub.ErrUnsupported):
@@ -195,22 +196,22 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 }
 
 // messageActions are the actions on message m in its state.
-func (d *Dashboard) messageActions(tg target, m pubsub.MessageInfo) []link {
+func (d *Dashboard) messageActions(tg target, m admin.MessageInfo) []link {
 	switch m.State {
-	case pubsub.StateDead:
+	case admin.StateDead:
 		return []link{d.actionLink(actions["requeue"], tg, m.ID), d.actionLink(actions["purge"], tg, m.ID)}
-	case pubsub.StateReady, pubsub.StateScheduled:
+	case admin.StateReady, admin.StateScheduled:
 		return []link{d.actionLink(actions["cancel"], tg, m.ID)}
 	}
 	return nil
 }
 
 // timeLabel names a state's MessageInfo.RunAt.
-func timeLabel(s pubsub.MessageState) string {
+func timeLabel(s admin.MessageState) string {
 	switch s {
-	case pubsub.StateProcessing:
+	case admin.StateProcessing:
 		return "Lease until"
-	case pubsub.StateDead:
+	case admin.StateDead:
 		return "Died at"
 	}
 	return "Due at"
@@ -233,14 +234,14 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	info, data, err := pubsub.GetMessage(ctx, t, id)
+	info, data, err := admin.GetMessage(ctx, t, id)
 	if err != nil {
 		d.failErr(w, r, fmt.Errorf("message %q of %s: %w", id, tg.words(), err))
 		return
 	}
 	var p struct {
 		Topic, Sub, Back, TimeLabel, Time, Created, Data, Format string
-		Info                                                     pubsub.MessageInfo
+		Info                                                     admin.MessageInfo
 		Header                                                   []headerEntry
 		Truncated                                                bool
 		Shown                                                    int

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // maxSampled bounds the subscriptions the sampler reads each round, so a
@@ -16,9 +17,9 @@ const maxSampled = 200
 // sample is one reading of a subscription's counts.
 type sample struct {
 	at    time.Time
-	stats pubsub.Stats
+	stats admin.Stats
 	// acked is how many messages were acked since the previous sample,
-	// -1 when the backend cannot say (no pubsub.AckCounter) or for the
+	// -1 when the backend cannot say (no admin.AckCounter) or for the
 	// first sample.
 	acked int64
 }
@@ -103,7 +104,7 @@ func (s *sampler) sampleOne(ctx context.Context, tg target) {
 		return
 	}
 	defer t.Close()
-	st, err := pubsub.TopicStats(ctx, t)
+	st, err := admin.TopicStats(ctx, t)
 	if err != nil {
 		if !errors.Is(err, pubsub.ErrUnsupported) && ctx.Err() == nil {
 			s.d.log.WarnContext(ctx, "dashboard: sampler cannot read stats", "topic", tg.Topic, "subscription", tg.Sub, "error", err)
@@ -116,7 +117,7 @@ func (s *sampler) sampleOne(ctx context.Context, tg target) {
 	prev := s.series[tg]
 	s.mu.Unlock()
 	if len(prev) > 0 {
-		if n, err := pubsub.AckedSince(ctx, t, prev[len(prev)-1].at); err == nil {
+		if n, err := admin.AckedSince(ctx, t, prev[len(prev)-1].at); err == nil {
 			smp.acked = n
 		}
 	}

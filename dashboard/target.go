@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // errUnknown is a topic or subscription the backend does not keep: 404.
@@ -27,24 +28,24 @@ func (t target) path() string {
 }
 
 // topics returns the topics shown, sorted by name: the backend's
-// (pubsub.TopicLister) and Options.Topics, each with its subscriptions (a
+// (admin.TopicLister) and Options.Topics, each with its subscriptions (a
 // topic with none lists its default one).
-func (d *Dashboard) topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
-	ts, err := pubsub.ListTopics(ctx, d.ps)
+func (d *Dashboard) topics(ctx context.Context) ([]admin.TopicInfo, error) {
+	ts, err := admin.ListTopics(ctx, d.ps)
 	if err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 		return nil, err
 	}
 	for _, name := range d.opts.Topics {
-		if slices.ContainsFunc(ts, func(t pubsub.TopicInfo) bool { return t.Name == name }) {
+		if slices.ContainsFunc(ts, func(t admin.TopicInfo) bool { return t.Name == name }) {
 			continue
 		}
-		subs, err := pubsub.ListSubscriptions(ctx, d.ps, name)
+		subs, err := admin.ListSubscriptions(ctx, d.ps, name)
 		if err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 			return nil, err
 		}
-		ts = append(ts, pubsub.TopicInfo{Name: name, Subscriptions: subs})
+		ts = append(ts, admin.TopicInfo{Name: name, Subscriptions: subs})
 	}
-	slices.SortFunc(ts, func(a, b pubsub.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(ts, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	for i := range ts {
 		if len(ts[i].Subscriptions) == 0 {
 			ts[i].Subscriptions = []string{pubsub.DefaultSubscription}
@@ -79,7 +80,7 @@ func (d *Dashboard) handle(ctx context.Context, tg target) (pubsub.Topic, error)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(ts, func(t pubsub.TopicInfo) bool { return t.Name == tg.Topic })
+	i := slices.IndexFunc(ts, func(t admin.TopicInfo) bool { return t.Name == tg.Topic })
 	switch {
 	case i < 0:
 		return nil, fmt.Errorf("%w: no topic %q", errUnknown, tg.Topic)

@@ -7,7 +7,7 @@ import (
 )
 
 // AckedSince counts the subscription's rows acked at or after since (see
-// pubsub.AckCounter), by every process on the database: the finished rows
+// admin.AckCounter), by every process on the database: the finished rows
 // whose finished_at, the database's now() when the ack was written, is
 // not before since. The acks this PubSub queued before the call (see
 // Options.ConfirmAck) are written first; a queued ack that could not be

@@ -8,7 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // eventRow is a row of the message table, for the cold paths (inspection
@@ -32,7 +32,7 @@ func (ps *store) table() bun.Ident { return bun.Ident(ps.opts.Table) }
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
 // death first, with the reason of their last failure.
-func (st *topicState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
+func (st *topicState) ListDead(ctx context.Context, limit int) ([]admin.DeadMessage, error) {
 	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
 	ps := st.ps
@@ -47,9 +47,9 @@ func (st *topicState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMes
 	if err := q.Scan(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]pubsub.DeadMessage, len(rows))
+	out := make([]admin.DeadMessage, len(rows))
 	for i, r := range rows {
-		out[i] = pubsub.DeadMessage{ID: strconv.FormatInt(r.ID, 10), Data: r.Data, Attempts: r.Attempts}
+		out[i] = admin.DeadMessage{ID: strconv.FormatInt(r.ID, 10), Data: r.Data, Attempts: r.Attempts}
 		if r.Headers != "" {
 			out[i].Header = st.decodeHeader(r.ID, []byte(r.Headers))
 		}
@@ -64,21 +64,21 @@ func (st *topicState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMes
 }
 
 // RequeueDead makes the dead message id ready again with a fresh attempt
-// count. It wraps pubsub.ErrNotFound when id is not a dead message of the
-// topic, and pubsub.ErrInvalidID too when id cannot be a message ID.
+// count. It wraps admin.ErrNotFound when id is not a dead message of the
+// topic, and admin.ErrInvalidID too when id cannot be a message ID.
 func (st *topicState) RequeueDead(ctx context.Context, id string) error {
 	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", admin.ErrInvalidID, admin.ErrNotFound)
 	}
 	count, err := st.requeue(ctx, func(q *bun.UpdateQuery) *bun.UpdateQuery { return q.Where("id = ?", n) })
 	if err != nil {
 		return err
 	}
 	if count == 0 {
-		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", admin.ErrNotFound)
 	}
 	return nil
 }
@@ -153,16 +153,16 @@ func (st *topicState) PurgeDead(ctx context.Context) (int, error) {
 // rows claimed by a PubSub for its waiting consumers count as processing.
 // Finished rows not yet pruned are not counted. The acks this PubSub
 // queued before the call (see Options.ConfirmAck) are written first.
-func (st *topicState) Stats(ctx context.Context) (pubsub.Stats, error) {
+func (st *topicState) Stats(ctx context.Context) (admin.Stats, error) {
 	ctx, cancel := st.ps.stmtCtx(ctx)
 	defer cancel()
 	ps := st.ps
 	if err := ps.Flush(ctx); err != nil {
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
 	m, err := st.lookup(ctx)
 	if err != nil {
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
 	var r struct {
 		Ready, Scheduled, Processing, Dead int64
@@ -186,9 +186,9 @@ func (st *topicState) Stats(ctx context.Context) (pubsub.Stats, error) {
 		tbl, name, rdy, tbl, name, tbl, name, tbl, name, tbl, name, rdy).
 		Scan(ctx, &r.Ready, &r.Scheduled, &r.Processing, &r.Dead, &r.OldestReadyUS)
 	if err != nil {
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
-	return pubsub.Stats{
+	return admin.Stats{
 		Ready:       r.Ready,
 		Scheduled:   r.Scheduled,
 		Processing:  r.Processing,

@@ -12,6 +12,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // consumeAll dequeues and acks n messages of tp with w goroutines.
@@ -123,7 +124,7 @@ func TestAsyncAckFlush(t *testing.T) {
 		t.Fatalf("%d rows finished after Flush, want the 100 acked", n)
 	}
 	consumeAll(t, tp, 100, 4)
-	st, err := pubsub.TopicStats(ctx, tp)
+	st, err := admin.TopicStats(ctx, tp)
 	if err != nil {
 		t.Fatal(err)
 	}

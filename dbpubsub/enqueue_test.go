@@ -15,8 +15,8 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
-	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // groupFixture is a topic whose group statements the test holds up: while
@@ -35,8 +35,8 @@ type groupFixture struct {
 type groupTopic struct{ *publisher }
 
 func out(ctx context.Context, data []byte) driver.Outgoing {
-	h, _ := pubsub.HeaderFrom(ctx)
-	return driver.Outgoing{Data: data, Header: h, Tx: pubsub.TxFrom(ctx)}
+	h, _ := wrap.HeaderFrom(ctx)
+	return driver.Outgoing{Data: data, Header: h, Tx: driver.TxFrom(ctx)}
 }
 
 func (t groupTopic) Enqueue(ctx context.Context, data []byte) error {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Claim records key in the inbox of the handle's subscription (migration
@@ -15,7 +15,7 @@ import (
 // Options.Retention, like finished messages: a redelivery later than that
 // claims anew.
 func (st *topicState) Claim(ctx context.Context, key string) (bool, func(context.Context) error, error) {
-	idb, ex, err := txOf(pubsub.TxFrom(ctx))
+	idb, ex, err := txOf(driver.TxFrom(ctx))
 	if err != nil {
 		return false, nil, err
 	}

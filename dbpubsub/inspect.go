@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
-// Inspection and repair (pubsub.TopicLister, Peeker, Canceler,
+// Inspection and repair (admin.TopicLister, Peeker, Canceler,
 // DeadDeleter). Every statement here is bounded (LIMIT, or one id) and
 // served by an index, so that a page costs the same with millions of
 // finished rows kept:
@@ -30,7 +31,7 @@ import (
 
 // Topics returns every topic the database keeps (each that was used
 // through dbpubsub: it has a ready table), with its subscriptions.
-func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (ps *store) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
 	if ps.closing() {
 		return nil, pubsub.ErrClosed
 	}
@@ -65,20 +66,20 @@ func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	if err := rows.Err(); err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	out := make([]pubsub.TopicInfo, 0, len(subs))
+	out := make([]admin.TopicInfo, 0, len(subs))
 	for topic, names := range subs {
 		slices.Sort(names)
 		if names == nil {
 			names = []string{}
 		}
-		out = append(out, pubsub.TopicInfo{Name: topic, Subscriptions: names})
+		out = append(out, admin.TopicInfo{Name: topic, Subscriptions: names})
 	}
-	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// preview is the column of a row's preview (pubsub.PreviewSize bytes).
-var preview = fmt.Sprintf("substring(data FROM 1 FOR %d)", pubsub.PreviewSize)
+// preview is the column of a row's preview (admin.PreviewSize bytes).
+var preview = fmt.Sprintf("substring(data FROM 1 FOR %d)", admin.PreviewSize)
 
 // infoColumns are the columns of a row of the message table that make a
 // MessageInfo (scanInfo), {AT} standing for its time.
@@ -88,14 +89,14 @@ var infoColumns = `id, attempts, {AT}, created_at, coalesce(last_error, ''), oct
 // the orders described above, as the database sees them after the acks
 // this PubSub queued before the call are written (Options.ConfirmAck). Its cursor is the last row's key, prefixed
 // by where it was found.
-func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
+func (st *topicState) Peek(ctx context.Context, opts admin.PeekOptions) (admin.PeekPage, error) {
 	opts, err := opts.Normalized()
 	if err != nil {
-		return pubsub.PeekPage{}, err
+		return admin.PeekPage{}, err
 	}
 	ps := st.ps
-	fail := func(err error) (pubsub.PeekPage, error) {
-		return pubsub.PeekPage{}, ctxErr(ctx, err)
+	fail := func(err error) (admin.PeekPage, error) {
+		return admin.PeekPage{}, ctxErr(ctx, err)
 	}
 	c, err := parseCursor(opts.State, opts.After)
 	if err != nil {
@@ -112,9 +113,9 @@ func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub
 	defer cancel()
 	tbl, n := quoteIdent(ps.opts.Table), opts.Limit+1 // one more tells whether a next page exists
 	cols := func(at string) string { return strings.Replace(infoColumns, "{AT}", at, 1) }
-	var infos []pubsub.MessageInfo
+	var infos []admin.MessageInfo
 	var keys []cursor
-	query := func(kind byte, state pubsub.MessageState, q string, args ...any) error {
+	query := func(kind byte, state admin.MessageState, q string, args ...any) error {
 		rows, err := ps.sqldb.QueryContext(sctx, q, args...)
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub
 		return rows.Err()
 	}
 	switch opts.State {
-	case pubsub.StateReady:
+	case admin.StateReady:
 		if c.kind != 'r' {
 			err = query('m', opts.State, `SELECT `+cols("run_at")+` FROM `+tbl+`
 				WHERE topic = $1 AND status = 'pending' AND run_at <= now() AND (topic, run_at, id) > ($1, $2, $3)
@@ -142,15 +143,15 @@ func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub
 			err = query('r', opts.State, `SELECT id, 0, created_at, created_at, '', octet_length(data), `+preview+`, headers FROM `+m.ready+`
 				WHERE id > $1 ORDER BY id LIMIT $2`, c.id, n-len(infos))
 		}
-	case pubsub.StateScheduled:
+	case admin.StateScheduled:
 		err = query('s', opts.State, `SELECT `+cols("run_at")+` FROM `+tbl+`
 			WHERE topic = $1 AND status = 'pending' AND run_at > now() AND (topic, run_at, id) > ($1, $2, $3)
 			ORDER BY run_at, id LIMIT $4`, st.name, c.at, c.id, n)
-	case pubsub.StateProcessing:
+	case admin.StateProcessing:
 		err = query('p', opts.State, `SELECT `+cols("lease_until")+` FROM `+tbl+`
 			WHERE topic = $1 AND status = 'processing' AND id > $2
 			ORDER BY id LIMIT $3`, st.name, c.id, n)
-	case pubsub.StateDead:
+	case admin.StateDead:
 		err = query('d', opts.State, `SELECT `+cols("finished_at")+` FROM `+tbl+`
 			WHERE topic = $1 AND status = 'dead' AND (topic, finished_at, id) > ($1, $2, $3)
 			ORDER BY finished_at, id LIMIT $4`, st.name, c.at, c.id, n)
@@ -158,7 +159,7 @@ func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub
 	if err != nil {
 		return fail(err)
 	}
-	page := pubsub.PeekPage{Messages: infos}
+	page := admin.PeekPage{Messages: infos}
 	if len(infos) > opts.Limit {
 		page.Messages = infos[:opts.Limit]
 		page.Next = keys[opts.Limit-1].String()
@@ -168,9 +169,9 @@ func (st *topicState) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub
 
 // scanInfo scans a row of infoColumns into a MessageInfo in state, and
 // returns its time (the key of the orders by time) too.
-func (st *topicState) scanInfo(rows interface{ Scan(...any) error }, state pubsub.MessageState) (pubsub.MessageInfo, time.Time, error) {
+func (st *topicState) scanInfo(rows interface{ Scan(...any) error }, state admin.MessageState) (admin.MessageInfo, time.Time, error) {
 	var (
-		info   pubsub.MessageInfo
+		info   admin.MessageInfo
 		id     int64
 		at     sql.NullTime
 		header []byte
@@ -208,12 +209,12 @@ var firstKey = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // parseCursor reads s, the cursor of a page of state; "" is before the
 // first row.
-func parseCursor(state pubsub.MessageState, s string) (cursor, error) {
+func parseCursor(state admin.MessageState, s string) (cursor, error) {
 	if s == "" {
 		return cursor{at: firstKey}, nil
 	}
-	kinds := map[pubsub.MessageState]string{pubsub.StateReady: "mr", pubsub.StateScheduled: "s",
-		pubsub.StateProcessing: "p", pubsub.StateDead: "d"}[state]
+	kinds := map[admin.MessageState]string{admin.StateReady: "mr", admin.StateScheduled: "s",
+		admin.StateProcessing: "p", admin.StateDead: "d"}[state]
 	us, id, ok := strings.Cut(s[1:], ".")
 	c := cursor{kind: s[0]}
 	var err1, err2 error
@@ -223,7 +224,7 @@ func parseCursor(state pubsub.MessageState, s string) (cursor, error) {
 		c.id, err2 = strconv.ParseInt(id, 10, 64)
 	}
 	if !ok || err1 != nil || err2 != nil || !strings.ContainsRune(kinds, rune(c.kind)) {
-		return cursor{}, fmt.Errorf("%w %q for state %s", pubsub.ErrInvalidCursor, s, state)
+		return cursor{}, fmt.Errorf("%w %q for state %s", admin.ErrInvalidCursor, s, state)
 	}
 	c.at = time.UnixMicro(micros)
 	return c, nil
@@ -233,7 +234,7 @@ func parseCursor(state pubsub.MessageState, s string) (cursor, error) {
 func parseID(id string) (int64, error) {
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w %q: not an integer", pubsub.ErrInvalidID, id)
+		return 0, fmt.Errorf("%w %q: not an integer", admin.ErrInvalidID, id)
 	}
 	return n, nil
 }
@@ -241,12 +242,12 @@ func parseID(id string) (int64, error) {
 // Message returns the message id of the subscription, unsettled or dead,
 // and its data. As Peek, it writes the acks this PubSub queued before the
 // call first (Options.ConfirmAck).
-func (st *topicState) Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+func (st *topicState) Message(ctx context.Context, id string) (admin.MessageInfo, []byte, error) {
 	ps := st.ps
 	n, wrap, err := st.byID(ctx, "message", id)
-	fail := func(err error) (pubsub.MessageInfo, []byte, error) { return pubsub.MessageInfo{}, nil, wrap(err) }
+	fail := func(err error) (admin.MessageInfo, []byte, error) { return admin.MessageInfo{}, nil, wrap(err) }
 	if err != nil {
-		return pubsub.MessageInfo{}, nil, err
+		return admin.MessageInfo{}, nil, err
 	}
 	if err := ps.Flush(ctx); err != nil { // the acks queued before the call
 		return fail(err)
@@ -265,7 +266,7 @@ func (st *topicState) Message(ctx context.Context, id string) (pubsub.MessageInf
 		FROM ` + quoteIdent(ps.opts.Table) + ` WHERE id = $1 AND topic = $2 AND status <> 'finished'
 		LIMIT 1`
 	var (
-		info   pubsub.MessageInfo
+		info   admin.MessageInfo
 		state  string
 		at     sql.NullTime
 		data   []byte
@@ -274,7 +275,7 @@ func (st *topicState) Message(ctx context.Context, id string) (pubsub.MessageInf
 	err = ps.sqldb.QueryRowContext(sctx, q, n, st.name).Scan(&state, &n, &info.Attempts, &at, &info.CreatedAt,
 		&info.LastError, &info.Size, &data, &header)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fail(pubsub.ErrNotFound)
+		return fail(admin.ErrNotFound)
 	}
 	if err != nil {
 		return fail(err)
@@ -282,7 +283,7 @@ func (st *topicState) Message(ctx context.Context, id string) (pubsub.MessageInf
 	if data == nil {
 		data = []byte{}
 	}
-	info.ID, info.State, info.RunAt, info.Preview = id, pubsub.MessageState(state), at.Time, pubsub.PreviewOf(data)
+	info.ID, info.State, info.RunAt, info.Preview = id, admin.MessageState(state), at.Time, admin.PreviewOf(data)
 	if len(header) > 0 {
 		info.Header = st.decodeHeader(n, header)
 	}
@@ -325,9 +326,9 @@ func (st *topicState) Cancel(ctx context.Context, id string) error {
 	case deleted > 0:
 		return nil
 	case status.String == statusProcessing || status.String == statusDead:
-		return fail(fmt.Errorf("%w: it is %s", pubsub.ErrWrongState, status.String))
+		return fail(fmt.Errorf("%w: it is %s", admin.ErrWrongState, status.String))
 	}
-	return fail(pubsub.ErrNotFound)
+	return fail(admin.ErrNotFound)
 }
 
 // DeleteDead deletes the dead message id of the subscription for good.
@@ -346,7 +347,7 @@ func (st *topicState) DeleteDead(ctx context.Context, id string) error {
 	if k, err := res.RowsAffected(); err != nil {
 		return fail(err)
 	} else if k == 0 {
-		return fail(fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound))
+		return fail(fmt.Errorf("no dead message with that ID: %w", admin.ErrNotFound))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // BenchmarkInspect measures the calls an operations dashboard makes (issue
@@ -37,7 +38,7 @@ func BenchmarkInspect(b *testing.B) {
 	}
 	dbpubsubtest.AddHistory(b, db, "bench", finished, dead, scheduled)
 	var someID string
-	if p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 1}); err != nil || len(p.Messages) != 1 {
+	if p, err := admin.Peek(ctx, tp, admin.PeekOptions{State: admin.StateDead, Limit: 1}); err != nil || len(p.Messages) != 1 {
 		b.Fatalf("Peek(dead) = %+v, %v", p, err)
 	} else {
 		someID = p.Messages[0].ID
@@ -45,7 +46,7 @@ func BenchmarkInspect(b *testing.B) {
 	// A cursor half-way through the dead rows: a deep page.
 	var deep string
 	for i := 0; i < 10; i++ {
-		p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateDead, Limit: 500, After: deep})
+		p, err := admin.Peek(ctx, tp, admin.PeekOptions{State: admin.StateDead, Limit: 500, After: deep})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,14 +56,14 @@ func BenchmarkInspect(b *testing.B) {
 		name string
 		call func() error
 	}{
-		{"Stats", func() error { _, err := pubsub.TopicStats(ctx, tp); return err }},
-		{"ListTopics", func() error { _, err := pubsub.ListTopics(ctx, ps); return err }},
-		{"PeekReady50", peekBench(ctx, tp, pubsub.StateReady, "")},
-		{"PeekScheduled50", peekBench(ctx, tp, pubsub.StateScheduled, "")},
-		{"PeekProcessing50", peekBench(ctx, tp, pubsub.StateProcessing, "")},
-		{"PeekDead50", peekBench(ctx, tp, pubsub.StateDead, "")},
-		{"PeekDead50Deep", peekBench(ctx, tp, pubsub.StateDead, deep)},
-		{"MessageByID", func() error { _, _, err := pubsub.GetMessage(ctx, tp, someID); return err }},
+		{"Stats", func() error { _, err := admin.TopicStats(ctx, tp); return err }},
+		{"ListTopics", func() error { _, err := admin.ListTopics(ctx, ps); return err }},
+		{"PeekReady50", peekBench(ctx, tp, admin.StateReady, "")},
+		{"PeekScheduled50", peekBench(ctx, tp, admin.StateScheduled, "")},
+		{"PeekProcessing50", peekBench(ctx, tp, admin.StateProcessing, "")},
+		{"PeekDead50", peekBench(ctx, tp, admin.StateDead, "")},
+		{"PeekDead50Deep", peekBench(ctx, tp, admin.StateDead, deep)},
+		{"MessageByID", func() error { _, _, err := admin.GetMessage(ctx, tp, someID); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			start := time.Now()
@@ -76,11 +77,11 @@ func BenchmarkInspect(b *testing.B) {
 	}
 }
 
-func peekBench(ctx context.Context, tp pubsub.Topic, state pubsub.MessageState, after string) func() error {
+func peekBench(ctx context.Context, tp pubsub.Topic, state admin.MessageState, after string) func() error {
 	return func() error {
-		p, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: state, After: after})
-		if err == nil && state != pubsub.StateProcessing && len(p.Messages) != pubsub.DefaultPeekLimit {
-			err = fmt.Errorf("Peek(%s) listed %d messages, want %d", state, len(p.Messages), pubsub.DefaultPeekLimit)
+		p, err := admin.Peek(ctx, tp, admin.PeekOptions{State: state, After: after})
+		if err == nil && state != admin.StateProcessing && len(p.Messages) != admin.DefaultPeekLimit {
+			err = fmt.Errorf("Peek(%s) listed %d messages, want %d", state, len(p.Messages), admin.DefaultPeekLimit)
 		}
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // TestCancelBufferedRow: rows a process claimed ahead for its consumers
@@ -31,7 +31,7 @@ func TestCancelBufferedRow(t *testing.T) {
 	if err := m.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rest, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateProcessing})
+	rest, err := admin.Peek(ctx, tp, admin.PeekOptions{State: admin.StateProcessing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +44,11 @@ func TestCancelBufferedRow(t *testing.T) {
 	for _, info := range rest.Messages {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			err := pubsub.Cancel(ctx, tp, info.ID)
+			err := admin.Cancel(ctx, tp, info.ID)
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, pubsub.ErrWrongState) || time.Now().After(deadline) {
+			if !errors.Is(err, admin.ErrWrongState) || time.Now().After(deadline) {
 				t.Fatalf("Cancel(%s) of a row claimed ahead: %v, want ErrWrongState until the buffer gives it back", info.ID, err)
 			}
 			refused++
@@ -66,7 +66,7 @@ func TestCancelBufferedRow(t *testing.T) {
 	if m, err := tp.Dequeue(dctx); err == nil {
 		t.Fatalf("a cancelled message was delivered: %s %q", m.ID(), m.Data())
 	}
-	if s, err := pubsub.TopicStats(ctx, tp); err != nil || s != (pubsub.Stats{}) {
+	if s, err := admin.TopicStats(ctx, tp); err != nil || s != (admin.Stats{}) {
 		t.Fatalf("Stats after cancelling everything = %+v, %v; want all zero", s, err)
 	}
 }

@@ -84,7 +84,7 @@ type Options struct {
 	// DeadRetention is how long dead rows are kept after they died (or
 	// were rejected), and with them their unique keys. 0 means
 	// DefaultDeadRetention; a negative value keeps them until re-queued
-	// or purged (pubsub.DeadLetters).
+	// or purged (admin.DeadLetters).
 	DeadRetention time.Duration
 	// PruneInterval is how often finished rows past Retention, and dead
 	// rows past DeadRetention, are deleted.

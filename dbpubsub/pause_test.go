@@ -9,6 +9,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // A pause made in one process makes another give back the rows it claimed
@@ -38,7 +39,7 @@ func TestPauseGivesBackPrefetchedRows(t *testing.T) {
 			if string(first.Data()) != "m00" {
 				t.Fatalf("first message %q, want m00", first.Data())
 			}
-			if err := pubsub.Pause(ctx, pub); err != nil {
+			if err := admin.Pause(ctx, pub); err != nil {
 				t.Fatal(err)
 			}
 			if noListen {
@@ -72,7 +73,7 @@ func TestPauseGivesBackPrefetchedRows(t *testing.T) {
 			if err := first.Ack(ctx); err != nil {
 				t.Fatalf("Ack of a delivery made before the pause: %v", err)
 			}
-			if err := pubsub.Resume(ctx, con); err != nil {
+			if err := admin.Resume(ctx, con); err != nil {
 				t.Fatal(err)
 			}
 			left := n - 1
@@ -103,7 +104,7 @@ func TestPauseGoesWithItsSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pubsub.Pause(ctx, sub); err != nil {
+	if err := admin.Pause(ctx, sub); err != nil {
 		t.Fatal(err)
 	}
 	if err := ps.DeleteSubscription(ctx, "t", "s"); err != nil {
@@ -113,7 +114,7 @@ func TestPauseGoesWithItsSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := pubsub.IsPaused(ctx, again); err != nil || p {
+	if p, err := admin.IsPaused(ctx, again); err != nil || p {
 		t.Fatalf("IsPaused of a subscription made again after its deletion = %v, %v; want false, nil", p, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
@@ -30,9 +31,9 @@ type PubSub struct {
 }
 
 var (
-	_ pubsub.PubSub      = (*PubSub)(nil)
-	_ pubsub.Subscriber  = (*PubSub)(nil)
-	_ pubsub.TopicLister = (*PubSub)(nil)
+	_ pubsub.PubSub     = (*PubSub)(nil)
+	_ pubsub.Subscriber = (*PubSub)(nil)
+	_ admin.TopicLister = (*PubSub)(nil)
 )
 
 // New returns a PubSub storing its messages in db, in the table made by

@@ -19,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 func dequeueWithin(t *testing.T, tp pubsub.Topic, d time.Duration) pubsub.Message {
@@ -252,7 +253,7 @@ func TestNotMigrated(t *testing.T) {
 	check("Subscriptions", err)
 	_, _, err = pubsub.Claim(ctx, tp, "k")
 	check("Claim", err)
-	_, err = pubsub.TopicStats(ctx, tp)
+	_, err = admin.TopicStats(ctx, tp)
 	check("Stats", err)
 	check("Verify", migrations.Verify(ctx, db))
 }
@@ -416,7 +417,7 @@ func TestStatsOldestReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	s, err := pubsub.TopicStats(ctx, tp)
+	s, err := admin.TopicStats(ctx, tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,21 +647,21 @@ func TestAdminWithOddName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := pubsub.TopicStats(ctx, tp)
+	s, err := admin.TopicStats(ctx, tp)
 	if err != nil || s.Dead != 1 || s.Ready != 0 {
 		t.Fatalf("Stats = %+v, %v; want 1 dead", s, err)
 	}
-	dead, err := pubsub.ListDead(ctx, tp, 10)
+	dead, err := admin.ListDead(ctx, tp, 10)
 	if err != nil || len(dead) != 1 || dead[0].LastError != "no" {
 		t.Fatalf("ListDead = %+v, %v", dead, err)
 	}
-	if err := pubsub.RequeueDead(ctx, tp, dead[0].ID); err != nil {
+	if err := admin.RequeueDead(ctx, tp, dead[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := pubsub.Reject(ctx, dequeueWithin(t, tp, 10*time.Second), errors.New("no")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pubsub.PurgeDead(ctx, tp); err != nil || n != 1 {
+	if n, err := admin.PurgeDead(ctx, tp); err != nil || n != 1 {
 		t.Fatalf("PurgeDead = %d, %v; want 1", n, err)
 	}
 	if n := countRows(t, db, "status = 'dead'"); n != 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // subscribe is pubsub.Subscribe that fails t on error.
@@ -133,7 +134,7 @@ func TestSubscriptionsSeenAcrossProcesses(t *testing.T) {
 	wantData(t, y, "to all")
 	wantData(t, other.Topic("seen"), "to all") // the default became a subscription when consumed
 
-	if err := pubsub.DeleteSubscription(ctx, other, "seen", "x"); err != nil {
+	if err := admin.DeleteSubscription(ctx, other, "seen", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if err := tp.Enqueue(ctx, []byte("after delete")); err != nil {
@@ -143,7 +144,7 @@ func TestSubscriptionsSeenAcrossProcesses(t *testing.T) {
 	if n := countRows(t, db, fmt.Sprintf("topic = 'seen%sx'", "\x1f")); n != 0 {
 		t.Errorf("%d copies in the deleted subscription, want none", n)
 	}
-	subs, err := pubsub.ListSubscriptions(ctx, producer, "seen")
+	subs, err := admin.ListSubscriptions(ctx, producer, "seen")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package dbpubsub
 import (
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Topic is a handle on one subscription of a topic of a PubSub (Topic(name):
@@ -32,14 +34,14 @@ type Topic struct {
 // left out here is hidden from the callers of a *Topic).
 type handle interface {
 	backend.Topic
-	pubsub.OwnedEnqueuer
-	pubsub.EnqueueStarter
-	pubsub.Forwarder
-	pubsub.Peeker
-	pubsub.Canceler
-	pubsub.DeadDeleter
-	pubsub.Pauser
-	pubsub.AckCounter
+	wrap.OwnedEnqueuer
+	wrap.EnqueueStarter
+	wrap.Forwarder
+	admin.Peeker
+	admin.Canceler
+	admin.DeadDeleter
+	admin.Pauser
+	admin.AckCounter
 	pubsub.Inbox
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // patience bounds every wait for something that should happen.
@@ -277,13 +278,13 @@ func eventually(t testing.TB, what string, cond func() bool) {
 }
 
 // waitDead waits until topic has n dead messages and returns them.
-func waitDead(t testing.TB, ctx context.Context, topic string, n int) []pubsub.DeadMessage {
+func waitDead(t testing.TB, ctx context.Context, topic string, n int) []admin.DeadMessage {
 	t.Helper()
 	tp := topicOf(t, ctx, topic)
-	var dead []pubsub.DeadMessage
+	var dead []admin.DeadMessage
 	eventually(t, "dead messages", func() bool {
 		var err error
-		dead, err = pubsub.ListDead(ctx, tp, 0)
+		dead, err = admin.ListDead(ctx, tp, 0)
 		if err != nil {
 			t.Fatalf("ListDead: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Dispatcher sends events to one topic. Get one injected by topic name
@@ -52,21 +53,21 @@ func NewDispatcher(topic pubsub.Topic, opts DispatcherOptions) Dispatcher {
 		opts.Source = DefaultSource
 	}
 	d := &dispatcher{topic: topic, source: opts.Source, validSource: checkURIRef(opts.Source) == nil}
-	d.starter, _ = pubsub.As[pubsub.EnqueueStarter](topic)
-	d.owned, _ = pubsub.FindSpeedup[pubsub.OwnedEnqueuer](topic)
+	d.starter, _ = pubsub.As[wrap.EnqueueStarter](topic)
+	d.owned, _ = wrap.FindSpeedup[wrap.OwnedEnqueuer](topic)
 	return d
 }
 
 type dispatcher struct {
 	topic       pubsub.Topic
 	source      string
-	validSource bool                  // source is a URI-reference, checked once
-	starter     pubsub.EnqueueStarter // a tracing wrapper's, or nil
-	owned       pubsub.OwnedEnqueuer  // the topic's copy-free enqueue, or nil
+	validSource bool                // source is a URI-reference, checked once
+	starter     wrap.EnqueueStarter // a tracing wrapper's, or nil
+	owned       wrap.OwnedEnqueuer  // the topic's copy-free enqueue, or nil
 }
 
 // start starts the topic's work for an enqueue of n events (a tracing
-// wrapper's publish span), if it has any (pubsub.StartEnqueue).
+// wrapper's publish span), if it has any (wrap.StartEnqueue).
 func (d *dispatcher) start(ctx context.Context, n int) (context.Context, func(error)) {
 	if d.starter == nil {
 		return ctx, func(error) {}
@@ -81,7 +82,7 @@ var _ Dispatcher = (*dispatcher)(nil)
 // tracestate): the header the backend carries beside the event is in the
 // event too, for the readers of its wire form.
 func (d *dispatcher) encode(ctx context.Context, e Event, opts []Option) ([]byte, error) {
-	h, err := pubsub.HeaderFrom(ctx)
+	h, err := wrap.HeaderFrom(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("event: dispatch: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // receive dequeues n events from topic, decoded, acking them.
@@ -90,7 +91,7 @@ func TestDispatcherErrors(t *testing.T) {
 	if err := d.DispatchBatch(ctx, OrderPlaced{}, badEvent{}); !errors.Is(err, event.ErrInvalidEvent) || !strings.Contains(err.Error(), "item 1 of 2") {
 		t.Errorf("DispatchBatch with an invalid event: %v", err)
 	}
-	if st, _ := pubsub.TopicStats(ctx, topicOf(t, ctx, "orders")); st.Ready != 0 {
+	if st, _ := admin.TopicStats(ctx, topicOf(t, ctx, "orders")); st.Ready != 0 {
 		t.Errorf("%d events enqueued by failed dispatches", st.Ready)
 	}
 	// A topic with only the seven methods of the contract.
@@ -211,7 +212,7 @@ func TestRolledBackTransaction(t *testing.T) {
 				t.Fatalf("event %d delivered; the rolled-back event must never be", id)
 			case <-time.After(300 * time.Millisecond):
 			}
-			if st, err := pubsub.TopicStats(ctx, tp); err != nil || st.Ready+st.Scheduled+st.Processing+st.Dead != 0 {
+			if st, err := admin.TopicStats(ctx, tp); err != nil || st.Ready+st.Scheduled+st.Processing+st.Dead != 0 {
 				t.Errorf("stats %+v (%v): the rolled-back event exists", st, err)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // uniqueTopic adds EnqueueUnique to a topic, as a shared backend would: a
@@ -89,7 +90,7 @@ func TestSchedulersDispatchEachTickOnce(t *testing.T) {
 			t.Errorf("tick %s at %v: want an aligned tick and its key as id", env.ID, env.Time)
 		}
 	}
-	if st, _ := pubsub.TopicStats(ctx, tp); st.Ready != 0 {
+	if st, _ := admin.TopicStats(ctx, tp); st.Ready != 0 {
 		t.Errorf("%d more ticks than keys", st.Ready)
 	}
 }

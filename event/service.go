@@ -12,6 +12,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Defaults of ServiceOptions.
@@ -349,7 +350,7 @@ func (s *Service) prepare(ctx context.Context) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	s.topic = topic
-	s.retry, s.retryOK = pubsub.TopicRetryPolicy(topic)
+	s.retry, s.retryOK = wrap.TopicRetryPolicy(topic)
 	return nil
 }
 
@@ -481,7 +482,7 @@ func (s *Service) process(m pubsub.Message, idBuf *[]byte) {
 	// for the envelope's attributes, instead of one of its own. The
 	// worker's buffer is written here only: decode copies what it keeps.
 	var id []byte
-	ida, appends := pubsub.FindSpeedup[pubsub.IDAppender](m)
+	ida, appends := wrap.FindSpeedup[wrap.IDAppender](m)
 	if appends {
 		id = ida.AppendID((*idBuf)[:0])
 		*idBuf = id

@@ -15,6 +15,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -232,7 +233,7 @@ func TestUnknownAndMalformedAreDead(t *testing.T) {
 		}
 		dead := waitDead(t, ctx, "orders", len(cases))
 		for _, c := range cases {
-			i := slices.IndexFunc(dead, func(d pubsub.DeadMessage) bool { return string(d.Data) == c.data })
+			i := slices.IndexFunc(dead, func(d admin.DeadMessage) bool { return string(d.Data) == c.data })
 			if i < 0 {
 				t.Errorf("%s: not dead", c.name)
 				continue
@@ -279,7 +280,7 @@ func TestSkipUnknown(t *testing.T) {
 		}
 		deadline := time.Now().Add(patience)
 		for {
-			st, err := pubsub.TopicStats(ctx, tp)
+			st, err := admin.TopicStats(ctx, tp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -474,7 +475,7 @@ func TestDrainLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if st, err := pubsub.TopicStats(ctx, tp); err != nil || st.Ready+st.Scheduled+st.Processing+st.Dead != 0 {
+		if st, err := admin.TopicStats(ctx, tp); err != nil || st.Ready+st.Scheduled+st.Processing+st.Dead != 0 {
 			t.Errorf("stats %+v (%v): want an empty topic", st, err)
 		}
 	})
@@ -796,7 +797,7 @@ func TestLeaseExtension(t *testing.T) {
 			t.Errorf("listener called %d times, want 1: the lease ran out while it ran", n)
 		}
 		eventually(t, "acked", func() bool {
-			st, err := pubsub.TopicStats(ctx, topicOf(t, ctx, "orders"))
+			st, err := admin.TopicStats(ctx, topicOf(t, ctx, "orders"))
 			return err == nil && st.Ready+st.Scheduled+st.Processing+st.Dead == 0
 		})
 		if l := logs.String(); strings.Contains(l, "settle failed") || strings.Contains(l, "cannot extend") {

@@ -61,7 +61,7 @@ func (m renamingMessage) ID() string             { return idPrefix + m.Message.I
 func (m renamingMessage) Unwrap() pubsub.Message { return m.Message }
 
 // TestSpeedupsNeverSkipAWrapper: channelpubsub's topics and messages have
-// the speed-ups (pubsub.OwnedEnqueuer, pubsub.IDAppender), but under a
+// the speed-ups (wrap.OwnedEnqueuer, wrap.IDAppender), but under a
 // wrapper without them the event layer calls the wrapper's Enqueue and
 // reports the wrapper's message ID: slower, not wrong.
 func TestSpeedupsNeverSkipAWrapper(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // deliveries records which service handled which event, and how often.
@@ -126,9 +127,9 @@ func waitSettled(t *testing.T, ctx context.Context, topic, sub string) {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	var st pubsub.Stats
+	var st admin.Stats
 	eventually(t, "subscription "+sub+" settled", func() bool {
-		st, err = pubsub.TopicStats(ctx, tp)
+		st, err = admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatalf("stats of subscription %q: %v", sub, err)
 		}

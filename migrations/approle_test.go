@@ -19,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // loginRole creates a LOGIN role of t's own (roles are cluster-wide) and
@@ -155,7 +156,7 @@ func TestAppRoleRunsTheWholeApp(t *testing.T) {
 		if !slices.Equal(got, []string{"1", "2", "3", "4", "5", "6"}) {
 			t.Fatalf("dequeued %q", got)
 		}
-		st, err := pubsub.TopicStats(ctx, orders)
+		st, err := admin.TopicStats(ctx, orders)
 		mustOK(t, "TopicStats", err)
 		if st.Ready != 0 {
 			t.Errorf("stats after every message acked: %+v", st)
@@ -169,17 +170,17 @@ func TestAppRoleRunsTheWholeApp(t *testing.T) {
 		mustOK(t, "Subscribe", err)
 		_, err = pubsub.Subscribe(ctx, ps, "invoices", "temporary")
 		mustOK(t, "Subscribe", err)
-		mustOK(t, "DeleteSubscription", pubsub.DeleteSubscription(ctx, ps, "invoices", "temporary"))
+		mustOK(t, "DeleteSubscription", admin.DeleteSubscription(ctx, ps, "invoices", "temporary"))
 		mustOK(t, "Enqueue", ps.Topic("invoices").Enqueue(ctx, []byte("inv")))
 		for _, sub := range []pubsub.Topic{billing, audit} {
 			mustOK(t, "Ack", dequeue(t, sub).Ack(ctx))
 		}
-		subs, err := pubsub.ListSubscriptions(ctx, ps, "invoices")
+		subs, err := admin.ListSubscriptions(ctx, ps, "invoices")
 		mustOK(t, "ListSubscriptions", err)
 		if len(subs) != 2 {
 			t.Errorf("subscriptions %q, want 2", subs)
 		}
-		topics, err := pubsub.ListTopics(ctx, ps)
+		topics, err := admin.ListTopics(ctx, ps)
 		mustOK(t, "ListTopics", err)
 		if len(topics) < 3 {
 			t.Errorf("topics %+v, want old, orders and invoices at least", topics)
@@ -192,26 +193,26 @@ func TestAppRoleRunsTheWholeApp(t *testing.T) {
 		mustOK(t, "Reject", pubsub.Reject(ctx, dequeue(t, jobs), errors.New("bad input")))
 		mustOK(t, "Enqueue", jobs.Enqueue(ctx, []byte("failing")))
 		mustOK(t, "Fail", pubsub.Fail(ctx, dequeue(t, jobs), errors.New("last attempt")))
-		dead, err := pubsub.ListDead(ctx, jobs, 0)
+		dead, err := admin.ListDead(ctx, jobs, 0)
 		mustOK(t, "ListDead", err)
 		if len(dead) != 2 {
 			t.Fatalf("%d dead, want 2", len(dead))
 		}
-		mustOK(t, "RequeueDead", pubsub.RequeueDead(ctx, jobs, dead[0].ID))
+		mustOK(t, "RequeueDead", admin.RequeueDead(ctx, jobs, dead[0].ID))
 		mustOK(t, "Ack", dequeue(t, jobs).Ack(ctx))
-		mustOK(t, "DeleteDead", pubsub.DeleteDead(ctx, jobs, dead[1].ID))
+		mustOK(t, "DeleteDead", admin.DeleteDead(ctx, jobs, dead[1].ID))
 	})
 
 	t.Run("pause", func(t *testing.T) {
 		reports := ps.Topic("reports")
-		mustOK(t, "Pause", pubsub.Pause(ctx, reports))
+		mustOK(t, "Pause", admin.Pause(ctx, reports))
 		mustOK(t, "Enqueue", reports.Enqueue(ctx, []byte("r")))
-		paused, err := pubsub.IsPaused(ctx, reports)
+		paused, err := admin.IsPaused(ctx, reports)
 		mustOK(t, "IsPaused", err)
 		if !paused {
 			t.Fatal("not paused after Pause")
 		}
-		mustOK(t, "Resume", pubsub.Resume(ctx, reports))
+		mustOK(t, "Resume", admin.Resume(ctx, reports))
 		mustOK(t, "Ack", dequeue(t, reports).Ack(ctx))
 	})
 

@@ -12,6 +12,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // 180 messages in every state (ready, with a header or not, scheduled,
@@ -61,7 +62,7 @@ func TestDownRefusesWhileMessagesWait(t *testing.T) {
 		dequeue(t, a)
 	}
 	held := ps.Topic("held")
-	mustOK(t, "Pause", pubsub.Pause(ctx, held))
+	mustOK(t, "Pause", admin.Pause(ctx, held))
 	enqueue(held, "held", 30, func(i int) error { return held.Enqueue(ctx, []byte(fmt.Sprint("x", i))) })
 	uniq := ps.Topic("uniq")
 	enqueue(uniq, "uniq", 20, func(i int) error {
@@ -116,8 +117,8 @@ func TestDownRefusesWhileMessagesWait(t *testing.T) {
 		topics[sub], err = pubsub.Subscribe(ctx, ps, "fan", sub)
 		mustOK(t, "Subscribe", err)
 	}
-	mustOK(t, "Resume", pubsub.Resume(ctx, topics["held"]))
-	if n, err := pubsub.RequeueAllDead(ctx, topics["dead"]); err != nil || n != 10 {
+	mustOK(t, "Resume", admin.Resume(ctx, topics["held"]))
+	if n, err := admin.RequeueAllDead(ctx, topics["dead"]); err != nil || n != 10 {
 		t.Fatalf("RequeueAllDead = %d, %v; want 10", n, err)
 	}
 	for name, tp := range topics {

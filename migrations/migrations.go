@@ -101,7 +101,7 @@ func FanoutTable(table string) string { return table + "_fanout" }
 func InboxTable(table string) string { return table + "_inbox" }
 
 // PausedTable is the name of the table of the paused queues
-// (pubsub.Pauser; migration 0008).
+// (admin.Pauser; migration 0008).
 func PausedTable(table string) string { return table + "_paused" }
 
 // AllView is the name of the view that shows every message of the message

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // With Options.Bind a PubSub makes no stream: before the operator
@@ -72,7 +73,7 @@ func TestBind(t *testing.T) {
 	if first, _, err := pubsub.Claim(ctx, tp, "k"); err != nil || !first {
 		t.Fatalf("Claim after provisioning = %v, %v; want true, nil", first, err)
 	}
-	if dead, err := pubsub.ListDead(ctx, tp, 0); err != nil || len(dead) != 1 {
+	if dead, err := admin.ListDead(ctx, tp, 0); err != nil || len(dead) != 1 {
 		t.Fatalf("ListDead = %v, %v; want the rejected message", dead, err)
 	}
 	if d := duplicates(t, url, prefix); d != time.Minute {

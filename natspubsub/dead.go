@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -23,7 +24,7 @@ var _ driver.DeadLetters = (*subState)(nil)
 
 // deadEntry is one dead message and where it is kept.
 type deadEntry struct {
-	pubsub.DeadMessage
+	admin.DeadMessage
 	seq uint64 // in the dead-letter stream
 }
 
@@ -48,7 +49,7 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 		if err != nil {
 			return s.st.ps.fail(ctx, "reading the dead letters", err)
 		}
-		e := deadEntry{seq: raw.Sequence, DeadMessage: pubsub.DeadMessage{ID: raw.Header.Get(hdrID),
+		e := deadEntry{seq: raw.Sequence, DeadMessage: admin.DeadMessage{ID: raw.Header.Get(hdrID),
 			Data: raw.Data, DiedAt: raw.Time, Header: headerOf(raw.Header)}}
 		e.Attempts, _ = strconv.Atoi(raw.Header.Get(hdrAttempts))
 		e.LastError, _ = url.QueryUnescape(raw.Header.Get(hdrError))
@@ -61,8 +62,8 @@ func (s *subState) scanDead(ctx context.Context, each func(deadEntry) bool) erro
 
 // ListDead returns up to limit dead messages of the subscription (all when
 // limit <= 0), oldest death first.
-func (s *subState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	var out []pubsub.DeadMessage
+func (s *subState) ListDead(ctx context.Context, limit int) ([]admin.DeadMessage, error) {
+	var out []admin.DeadMessage
 	err := s.scanDead(ctx, func(e deadEntry) bool {
 		out = append(out, e.DeadMessage)
 		return limit <= 0 || len(out) < limit
@@ -71,12 +72,12 @@ func (s *subState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessag
 }
 
 // RequeueDead makes the dead message id ready again for the subscription,
-// with a fresh attempt count and the same ID. It wraps pubsub.ErrNotFound
-// when id is not dead there, and pubsub.ErrInvalidID too when id cannot be
+// with a fresh attempt count and the same ID. It wraps admin.ErrNotFound
+// when id is not dead there, and admin.ErrInvalidID too when id cannot be
 // a message ID.
 func (s *subState) RequeueDead(ctx context.Context, id string) error {
 	if !validID(id) {
-		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", admin.ErrInvalidID, admin.ErrNotFound)
 	}
 	var found *deadEntry
 	err := s.scanDead(ctx, func(e deadEntry) bool {
@@ -89,7 +90,7 @@ func (s *subState) RequeueDead(ctx context.Context, id string) error {
 		return err
 	}
 	if found == nil {
-		return pubsub.ErrNotFound
+		return admin.ErrNotFound
 	}
 	return s.requeue(ctx, *found)
 }
@@ -101,7 +102,7 @@ func (s *subState) RequeueDead(ctx context.Context, id string) error {
 // requeue of the entry within the topic's duplicate window (concurrent
 // ones, or one retried after a lost reply); the delete, atomic at the
 // server, decides which requeue succeeded, and the others wrap
-// pubsub.ErrNotFound. A requeue that finds the entry gone before it
+// admin.ErrNotFound. A requeue that finds the entry gone before it
 // publishes publishes nothing.
 func (s *subState) requeue(ctx context.Context, e deadEntry) error {
 	if c, _, err := s.lookup(ctx); err != nil || c == nil {
@@ -171,7 +172,7 @@ func (s *subState) deadHas(ctx context.Context, d jetstream.Stream, seq uint64) 
 // requeueGone is the error of a requeue of e, which another requeue (or a
 // delete, a purge, the retention) took from the dead letters first.
 func (s *subState) requeueGone(e deadEntry) error {
-	return fmt.Errorf("%w (re-queued or deleted meanwhile)", pubsub.ErrNotFound)
+	return fmt.Errorf("%w (re-queued or deleted meanwhile)", admin.ErrNotFound)
 }
 
 // RequeueAllDead re-queues every dead message of the subscription and
@@ -185,7 +186,7 @@ func (s *subState) RequeueAllDead(ctx context.Context) (int, error) {
 	n := 0
 	for _, e := range all {
 		err := s.requeue(ctx, e)
-		if errors.Is(err, pubsub.ErrNotFound) {
+		if errors.Is(err, admin.ErrNotFound) {
 			continue // re-queued or deleted meanwhile by another call
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // A message of the largest size, with a header, dies with a long
@@ -57,7 +58,7 @@ func TestDeadReasonAtSizeLimit(t *testing.T) {
 			if err := c.kill(ctx, m); err != nil {
 				t.Fatalf("making a message of %d bytes dead with a reason of %d bytes: %v", len(data), len(reason.Error()), err)
 			}
-			dead, err := pubsub.ListDead(ctx, tp, 0)
+			dead, err := admin.ListDead(ctx, tp, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

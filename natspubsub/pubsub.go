@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
 
@@ -24,8 +25,8 @@ const pkg = "natspubsub"
 // Topic returns a handle on a topic: its enqueues publish to the topic,
 // its Dequeue reads the default subscription. Besides pubsub.Topic a
 // handle has the optional abilities pubsub.Delayer,
-// pubsub.UniqueEnqueuer, pubsub.Inbox, pubsub.DeadLetters,
-// pubsub.DeadDeleter and pubsub.Stater, and names its topic and
+// pubsub.UniqueEnqueuer, pubsub.Inbox, admin.DeadLetters,
+// admin.DeadDeleter and admin.Stater, and names its topic and
 // subscription (Name, Subscription). Closing a handle leaves the topic's
 // messages on the server.
 //
@@ -41,9 +42,9 @@ type PubSub struct {
 }
 
 var (
-	_ pubsub.PubSub      = (*PubSub)(nil)
-	_ pubsub.Subscriber  = (*PubSub)(nil)
-	_ pubsub.TopicLister = (*PubSub)(nil)
+	_ pubsub.PubSub     = (*PubSub)(nil)
+	_ pubsub.Subscriber = (*PubSub)(nil)
+	_ admin.TopicLister = (*PubSub)(nil)
 )
 
 // New returns a PubSub on nc, a connection the caller keeps and closes

@@ -9,6 +9,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // A slow handler, which extends its lease and works past it, does not make
@@ -30,7 +31,7 @@ func TestSlowHandlerMessagesBehindDoNotDie(t *testing.T) {
 	for len(handled) < n {
 		m, err := tp.Dequeue(ctx)
 		if err != nil {
-			dead, _ := pubsub.ListDead(context.Background(), tp, 0)
+			dead, _ := admin.ListDead(context.Background(), tp, 0)
 			t.Fatalf("Dequeue after %d of %d messages: %v; dead: %d", len(handled), n, err, len(dead))
 		}
 		handled[string(m.Data())]++
@@ -45,7 +46,7 @@ func TestSlowHandlerMessagesBehindDoNotDie(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dead, err := pubsub.ListDead(ctx, tp, 0)
+	dead, err := admin.ListDead(ctx, tp, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestGivenBackMessagesDoNotDie(t *testing.T) {
 	for i := first; i < n; i++ {
 		m, err := tb.Dequeue(ctx)
 		if err != nil {
-			dead, _ := pubsub.ListDead(context.Background(), tb, 0)
+			dead, _ := admin.ListDead(context.Background(), tb, 0)
 			t.Fatalf("Dequeue of message %d of %d: %v; %d dead", i+1, n, err, len(dead))
 		}
 		if got := m.(pubsub.Attempter).Attempt(); got != 1 {

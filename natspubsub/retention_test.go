@@ -9,6 +9,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // A dead message is kept for Options.DeadRetention, the dead-letter
@@ -30,12 +31,12 @@ func TestDeadRetention(t *testing.T) {
 	if err := pubsub.Reject(ctx, m, errors.New("no")); err != nil {
 		t.Fatal(err)
 	}
-	if dead, err := pubsub.ListDead(ctx, tp, 0); err != nil || len(dead) != 1 {
+	if dead, err := admin.ListDead(ctx, tp, 0); err != nil || len(dead) != 1 {
 		t.Fatalf("ListDead at once = %d messages, %v; want 1, nil", len(dead), err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		dead, err := pubsub.ListDead(ctx, tp, 0)
+		dead, err := admin.ListDead(ctx, tp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -19,23 +19,23 @@ var _ driver.Stater = (*subState)(nil)
 // not tell them apart), dead those in its dead letters. OldestReady is the
 // age of the oldest message not yet delivered. Scheduled counts the
 // topic's delayed messages not due yet, for every subscription.
-func (sub *subState) Stats(ctx context.Context) (pubsub.Stats, error) {
+func (sub *subState) Stats(ctx context.Context) (admin.Stats, error) {
 	cons, _, err := sub.lookup(ctx)
 	if err != nil || cons == nil { // not a subscription: nothing is kept for it
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
 	rctx, cancel := sub.st.ps.request(ctx)
 	defer cancel()
 	// The server has received the settles this process sent before it
 	// answers a ping (it may apply them a moment later).
 	if err := sub.st.ps.nc.FlushWithContext(rctx); err != nil {
-		return pubsub.Stats{}, sub.st.ps.fail(ctx, "stats", err)
+		return admin.Stats{}, sub.st.ps.fail(ctx, "stats", err)
 	}
 	info, err := sub.st.ps.consumerInfo(rctx, cons)
 	if err != nil {
-		return pubsub.Stats{}, sub.st.ps.fail(ctx, "stats", err)
+		return admin.Stats{}, sub.st.ps.fail(ctx, "stats", err)
 	}
-	s := pubsub.Stats{Ready: int64(info.NumPending), Processing: int64(info.NumAckPending)}
+	s := admin.Stats{Ready: int64(info.NumPending), Processing: int64(info.NumAckPending)}
 	if s.Scheduled, err = sub.st.scheduled(ctx); err != nil {
 		return s, err
 	}

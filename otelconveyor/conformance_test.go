@@ -14,7 +14,9 @@ import (
 	"github.com/conveyorgo/conveyor/natspubsub/natspubsubtest"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // TestConformance runs the contract's suite on each backend wrapped, with
@@ -105,8 +107,8 @@ func TestWrapClaimsNoAbilityTheTopicLacks(t *testing.T) {
 			for ability, ok := range map[string]bool{
 				"Delayer":        hasAbility[pubsub.Delayer](tp),
 				"UniqueEnqueuer": hasAbility[pubsub.UniqueEnqueuer](tp),
-				"DeadLetters":    hasAbility[pubsub.DeadLetters](tp),
-				"EnqueueStarter": hasAbility[pubsub.EnqueueStarter](tp), // the wrapper's own
+				"DeadLetters":    hasAbility[admin.DeadLetters](tp),
+				"EnqueueStarter": hasAbility[wrap.EnqueueStarter](tp), // the wrapper's own
 			} {
 				if !ok {
 					t.Errorf("pubsub.As[%s] = false on the wrapped topic; the topic has it", ability)

@@ -13,7 +13,9 @@ import (
 	"github.com/conveyorgo/conveyor/internal/minidriver"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // TestWrapOfAnEngineTopicFollowsItsStore wraps topics of the engine over a
@@ -21,7 +23,7 @@ import (
 // driver), and over channelpubsub's store, which has them: through any
 // number of wrappers, pubsub.As finds each ability exactly when the store
 // has it, because the engine declares what its store lacks
-// (pubsub.Forwarder), and a wrapper forwards those abilities only.
+// (wrap.Forwarder), and a wrapper forwards those abilities only.
 func TestWrapOfAnEngineTopicFollowsItsStore(t *testing.T) {
 	mini, err := engine.New(minidriver.New(), engine.Options{Name: "minidriver"})
 	if err != nil {
@@ -48,13 +50,13 @@ func TestWrapOfAnEngineTopicFollowsItsStore(t *testing.T) {
 					"BatchEnqueuer":  hasAbility[pubsub.BatchEnqueuer](tp),
 					"Delayer":        hasAbility[pubsub.Delayer](tp),
 					"UniqueEnqueuer": hasAbility[pubsub.UniqueEnqueuer](tp),
-					"DeadLetters":    hasAbility[pubsub.DeadLetters](tp),
+					"DeadLetters":    hasAbility[admin.DeadLetters](tp),
 				} {
 					if ok != c.store {
 						t.Errorf("pubsub.As[%s] = %v on the wrapped topic; its store has it: %v", ability, ok, c.store)
 					}
 				}
-				if !hasAbility[pubsub.EnqueueStarter](tp) {
+				if !hasAbility[wrap.EnqueueStarter](tp) {
 					t.Error("pubsub.As[EnqueueStarter] = false; the wrapper has it")
 				}
 				// EnqueueBatch is all or none through the store's batch, or
@@ -82,7 +84,7 @@ func TestWrapOfAnEngineTopicFollowsItsStore(t *testing.T) {
 }
 
 // TestWrapKeepsTheSpeedups: the event layer's speed-ups of channelpubsub's
-// topics and messages (pubsub.OwnedEnqueuer, pubsub.IDAppender) are found
+// topics and messages (wrap.OwnedEnqueuer, wrap.IDAppender) are found
 // through the wrapper, which forwards them, and give what the plain
 // methods give.
 func TestWrapKeepsTheSpeedups(t *testing.T) {
@@ -92,9 +94,9 @@ func TestWrapKeepsTheSpeedups(t *testing.T) {
 	tp := s.tel.Wrap(channel).Topic("orders")
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	o, ok := pubsub.FindSpeedup[pubsub.OwnedEnqueuer](tp)
+	o, ok := wrap.FindSpeedup[wrap.OwnedEnqueuer](tp)
 	if !ok {
-		t.Fatal("pubsub.FindSpeedup[OwnedEnqueuer] = false on a wrapped channelpubsub topic")
+		t.Fatal("wrap.FindSpeedup[OwnedEnqueuer] = false on a wrapped channelpubsub topic")
 	}
 	if err := o.EnqueueOwned(ctx, []byte("a")); err != nil {
 		t.Fatal(err)
@@ -103,9 +105,9 @@ func TestWrapKeepsTheSpeedups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ok := pubsub.FindSpeedup[pubsub.IDAppender](m)
+	a, ok := wrap.FindSpeedup[wrap.IDAppender](m)
 	if !ok {
-		t.Fatal("pubsub.FindSpeedup[IDAppender] = false on a wrapped channelpubsub message")
+		t.Fatal("wrap.FindSpeedup[IDAppender] = false on a wrapped channelpubsub message")
 	}
 	if got := string(a.AppendID([]byte("id "))); got != "id "+m.ID() || string(m.Data()) != "a" {
 		t.Errorf("AppendID = %q, data %q; want %q, %q", got, m.Data(), "id "+m.ID(), "a")

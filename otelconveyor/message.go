@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Outcomes of a settlement, the value of the conveyor.settle.outcome span
@@ -48,11 +49,11 @@ type message struct {
 }
 
 var (
-	_ pubsub.Failer         = (*message)(nil)
-	_ pubsub.Rejecter       = (*message)(nil)
-	_ pubsub.ContextCarrier = (*message)(nil)
-	_ pubsub.IDAppender     = (*message)(nil)
-	_ pubsub.Forwarder      = (*message)(nil)
+	_ pubsub.Failer       = (*message)(nil)
+	_ pubsub.Rejecter     = (*message)(nil)
+	_ wrap.ContextCarrier = (*message)(nil)
+	_ wrap.IDAppender     = (*message)(nil)
+	_ wrap.Forwarder      = (*message)(nil)
 )
 
 // Forwards says that Fail and Reject only trace the wrapped delivery's,
@@ -60,16 +61,16 @@ var (
 // wrapper does not claim them.
 func (*message) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Failer, *pubsub.Rejecter, *pubsub.IDAppender:
+	case *pubsub.Failer, *pubsub.Rejecter, *wrap.IDAppender:
 		return true
 	}
 	return false
 }
 
-// AppendID keeps the wrapped delivery's (see pubsub.IDAppender), which
+// AppendID keeps the wrapped delivery's (see wrap.IDAppender), which
 // the event package's Service uses.
 func (m *message) AppendID(b []byte) []byte {
-	if a, ok := pubsub.FindSpeedup[pubsub.IDAppender](m.Message); ok {
+	if a, ok := wrap.FindSpeedup[wrap.IDAppender](m.Message); ok {
 		return a.AppendID(b)
 	}
 	return append(b, m.Message.ID()...)

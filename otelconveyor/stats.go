@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The queue gauges' state attribute and its values.
@@ -40,7 +41,7 @@ type statsEntry struct {
 	handle     pubsub.Topic // opened by the collector, closed by forget
 	states     [4]metric.ObserveOption
 	all        metric.ObserveOption
-	last       pubsub.Stats
+	last       admin.Stats
 	ok         bool // last holds a reading
 	off        bool // the backend cannot count
 	gone       bool // its PubSub is closed
@@ -140,7 +141,7 @@ func (c *statsCollector) refresh(ctx context.Context) {
 			}
 		}
 		sctx, cancel := context.WithTimeout(ctx, statsTimeout)
-		s, err := pubsub.TopicStats(sctx, e.handle)
+		s, err := admin.TopicStats(sctx, e.handle)
 		cancel()
 		switch {
 		case errors.Is(err, pubsub.ErrUnsupported):

@@ -25,6 +25,7 @@ import (
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/otelconveyor"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Order is the event of the tests: Kind says how its listener behaves.
@@ -256,7 +257,7 @@ func TestTopicTrace(t *testing.T) {
 		if pubsub.Attempt(m) != 1 {
 			t.Errorf("attempt %d through the wrapper, want 1", pubsub.Attempt(m))
 		}
-		if _, ok := pubsub.As[pubsub.DeadLetters](tp); !ok {
+		if _, ok := pubsub.As[admin.DeadLetters](tp); !ok {
 			t.Error("DeadLetters is not reachable through the wrapper")
 		}
 		if err := pubsub.Reject(ctx, m, errors.New("bad job")); err != nil {

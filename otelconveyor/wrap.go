@@ -14,13 +14,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Wrap returns ps traced and measured: every topic and subscription it
 // opens is wrapped as WrapTopic says, and its topics' counts feed the
 // queue gauges. Every optional ability of ps and its topics stays
 // reachable through the wrapping (pubsub.As), and no ability ps lacks is
-// claimed by it (pubsub.Forwarder). Closing the result closes ps.
+// claimed by it (wrap.Forwarder). Closing the result closes ps.
 func (t *Telemetry) Wrap(ps pubsub.PubSub) pubsub.PubSub {
 	return &wrappedPubSub{inner: ps, tel: t}
 }
@@ -33,7 +35,7 @@ type wrappedPubSub struct {
 var (
 	_ pubsub.Subscriber     = (*wrappedPubSub)(nil)
 	_ pubsub.SubscriberWith = (*wrappedPubSub)(nil)
-	_ pubsub.Forwarder      = (*wrappedPubSub)(nil)
+	_ wrap.Forwarder        = (*wrappedPubSub)(nil)
 )
 
 // Unwrap returns the wrapped PubSub.
@@ -69,11 +71,11 @@ func (*wrappedPubSub) Forwards(ability any) bool {
 }
 
 func (w *wrappedPubSub) Subscriptions(ctx context.Context, topic string) ([]string, error) {
-	return pubsub.ListSubscriptions(ctx, w.inner, topic)
+	return admin.ListSubscriptions(ctx, w.inner, topic)
 }
 
 func (w *wrappedPubSub) DeleteSubscription(ctx context.Context, topic, sub string) error {
-	return pubsub.DeleteSubscription(ctx, w.inner, topic, sub)
+	return admin.DeleteSubscription(ctx, w.inner, topic, sub)
 }
 
 // Close stops the gauges' reading of ps's topics and closes ps, if it can
@@ -126,7 +128,7 @@ func (t *Telemetry) WrapTopic(inner pubsub.Topic, topic, sub string) pubsub.Topi
 		sub = pubsub.DefaultSubscription
 	}
 	pub, cons := t.counted(newAttrs(topic, "")), t.counted(newAttrs(topic, sub))
-	retry, _ := pubsub.TopicRetryPolicy(inner)
+	retry, _ := wrap.TopicRetryPolicy(inner)
 	w := &topic_{inner: inner, tel: t, pub: pub, cons: cons, retry: retry,
 		sendName: "send " + topic, processName: "process " + topic}
 	for op := range numSendOps {
@@ -173,18 +175,18 @@ var (
 	_ pubsub.Delayer        = (*topic_)(nil)
 	_ pubsub.BatchEnqueuer  = (*topic_)(nil)
 	_ pubsub.UniqueEnqueuer = (*topic_)(nil)
-	_ pubsub.EnqueueStarter = (*topic_)(nil)
-	_ pubsub.OwnedEnqueuer  = (*topic_)(nil)
-	_ pubsub.Forwarder      = (*topic_)(nil)
+	_ wrap.EnqueueStarter   = (*topic_)(nil)
+	_ wrap.OwnedEnqueuer    = (*topic_)(nil)
+	_ wrap.Forwarder        = (*topic_)(nil)
 )
 
 // Forwards says that the enqueue abilities and the copy-free enqueue only
 // trace the wrapped topic's: the topic has each one only if the wrapped
-// topic does (pubsub.As, pubsub.FindSpeedup), so a caller that checks for
+// topic does (pubsub.As, wrap.FindSpeedup), so a caller that checks for
 // an all-or-none batch is not misled.
 func (*topic_) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer, *pubsub.OwnedEnqueuer:
+	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer, *wrap.OwnedEnqueuer:
 		return true
 	}
 	return false
@@ -200,10 +202,10 @@ func (w *topic_) Enqueue(ctx context.Context, data []byte) error {
 }
 
 // EnqueueOwned keeps the wrapped topic's copy-free enqueue (see
-// pubsub.OwnedEnqueuer), which the event package uses.
+// wrap.OwnedEnqueuer), which the event package uses.
 func (w *topic_) EnqueueOwned(ctx context.Context, data []byte) error {
 	return w.publish(ctx, 1, len(data), opEnqueue, func(ctx context.Context) error {
-		if o, ok := pubsub.FindSpeedup[pubsub.OwnedEnqueuer](w.inner); ok {
+		if o, ok := wrap.FindSpeedup[wrap.OwnedEnqueuer](w.inner); ok {
 			return o.EnqueueOwned(ctx, data)
 		}
 		return w.inner.Enqueue(ctx, data)
@@ -247,7 +249,7 @@ type startedKey struct{}
 
 // StartEnqueue starts the send span of an enqueue of n messages; the event
 // package calls it before it encodes events, so that each carries the
-// span's trace context (see pubsub.EnqueueStarter).
+// span's trace context (see wrap.EnqueueStarter).
 func (w *topic_) StartEnqueue(ctx context.Context, n int) (context.Context, func(error)) {
 	op := opEnqueue
 	if n != 1 {

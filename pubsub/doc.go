@@ -1,6 +1,11 @@
-// Package pubsub is conveyor's contract: the interfaces every backend
-// implements, the errors they return, the retry policy they share, the
-// optional abilities they may offer, and topic injection.
+// Package pubsub is conveyor's contract for applications: the interfaces
+// every backend implements, the errors they return, the retry policy they
+// share, the optional abilities an application calls, and topic injection.
+//
+// Operators' tools (peek, cancel, dead letters, stats, pause, quiesce)
+// use package pubsub/admin; wrapper authors (tracing, metrics) package
+// pubsub/wrap; backend authors package pubsub/driver, which the engine
+// (pubsub/engine) turns into a PubSub. docs/architecture.md has the map.
 //
 // # The contract
 //
@@ -15,7 +20,7 @@
 //     that doubles with each attempt (RetryPolicy; by default 1 s, 2 s, 4 s …
 //     up to 1 h, ±10 % jitter, never over 1 h). After
 //     RetryPolicy.MaxAttempts deliveries (default 20) a failed message is
-//     dead: kept, listable and re-queueable (DeadLetters), never dropped.
+//     dead: kept, listable and re-queueable (admin.ListDead), never dropped.
 //   - Each delivery holds a lease (default 30 s). A message neither acked nor
 //     nacked within it is delivered again at once, counting an attempt: a
 //     crashed consumer loses nothing. Settling the old delivery afterwards
@@ -29,22 +34,19 @@
 //
 // # Subscriptions
 //
-// A topic can have named subscriptions (Subscriber). Each gets its own copy
+// A topic can have named subscriptions (Subscribe). Each gets its own copy
 // of every message published after it was created, and is, for its copies,
-// a work queue as above (leases, retries, dead letters, stats), shared by
-// every handle on its name in any process. Topic(name) publishes, and its
-// Dequeue reads the default subscription (DefaultSubscription). A message
-// goes to every subscription the topic has when published, or, when it has
-// none, to the default one: a plain queue loses nothing. Creating is
-// idempotent; only DeleteSubscription removes one, with its copies. A
-// publish in a transaction (WithTx) writes every copy or none. An Inbox
-// remembers the keys a subscription's consumers claimed (Claim), so that a
-// redelivery makes its effects once. docs/architecture.md says when the
-// default subscription is made and what each copy's ID is.
-//
-// A subscription can have its own retry policy (SubscribeWith), kept with
-// it by the store for every process; SubscribeWith of another policy is
-// refused (ErrSubscriptionConflict). docs/architecture.md has the details.
+// a work queue as above, shared by every handle on its name in any
+// process. Topic(name) publishes, and its Dequeue reads the default
+// subscription (DefaultSubscription). A message goes to every subscription
+// the topic has when published, or, when it has none, to the default one:
+// a plain queue loses nothing. A publish in a transaction (WithTx) writes
+// every copy or none. An Inbox remembers the keys a subscription's
+// consumers claimed (Claim), so that a redelivery makes its effects once.
+// Creating is idempotent; admin.DeleteSubscription removes one. A
+// subscription can have its own retry policy (SubscribeWith; another
+// policy later is refused: ErrSubscriptionConflict). docs/architecture.md
+// has the details.
 //
 // The package pubsubtest checks all of this; every backend runs it.
 // Swapping backends changes durability and sharing across processes, and
@@ -52,18 +54,14 @@
 //
 // # Optional abilities
 //
-// Small interfaces a backend may implement (Delayer, DeadLetters, Pauser,
-// Quiescer, Inbox, ...), each called through a package function its doc
-// names (EnqueueAt, ListDead, Pause, Quiesce, Claim, ...), which finds it
-// through wrappers (As, Forwarder) and returns ErrUnsupported, or uses the
-// documented fallback, when the backend lacks it. WithTx runs an enqueue
-// in the caller's transaction; WithHeader gives messages a Header.
-//
-// # Failures and identity
-//
-// A failure no caller hears of is a Failure, handed to the OnFailure hook
-// of a backend's, relay's or Service's options (failure.go). A message's
-// Identity is its HeaderMessageID header, else its ID (ClaimMessage).
+// Small interfaces a backend may implement (Delayer, Inbox, Failer, ...),
+// each called through a package function its doc names (EnqueueAt, Claim,
+// Fail, ...), which finds it through wrappers (As) and returns
+// ErrUnsupported, or uses the documented fallback, when the backend lacks
+// it. WithTx runs an enqueue in the caller's transaction; WithHeader gives
+// messages a Header. A failure no caller hears of is a Failure, handed to
+// the OnFailure hook of a backend's, relay's or Service's options. A
+// message's Identity is its HeaderMessageID header, else its ID.
 //
 // # Injecting topics
 //

@@ -20,7 +20,8 @@ var (
 	// ValidateSubscriptionName rejects.
 	ErrInvalidSubscription = errors.New("pubsub: invalid subscription name")
 	// ErrNoSubscription is returned when a subscription asked for by name
-	// does not exist (for example DeleteSubscription of one never created).
+	// does not exist (for example admin.DeleteSubscription of one never
+	// created, or a Dequeue of a subscription deleted since).
 	ErrNoSubscription = errors.New("pubsub: no such subscription")
 	// ErrInvalidKey is returned for a unique-enqueue or inbox key that
 	// ValidateKey rejects.
@@ -30,22 +31,10 @@ var (
 	ErrInvalidHeader = errors.New("pubsub: invalid header")
 	// ErrTooLarge is returned by Enqueue for data over the backend's size limit.
 	ErrTooLarge = errors.New("pubsub: message too large")
-	// ErrUnsupported is returned by the package-level helpers when a backend
-	// lacks the optional ability asked for.
+	// ErrUnsupported is returned by the package-level helpers (of this
+	// package, pubsub/admin and pubsub/wrap) when a backend lacks the
+	// optional ability asked for.
 	ErrUnsupported = errors.New("pubsub: not supported by this backend")
-	// ErrNotFound is returned when a message asked for by ID does not exist
-	// in the state asked for (for example RequeueDead of a message that is
-	// not dead).
-	ErrNotFound = errors.New("pubsub: message not found")
-	// ErrInvalidID is returned for a message ID that cannot be one of the
-	// backend's (Peeker.Message, Canceler).
-	ErrInvalidID = errors.New("pubsub: invalid message ID")
-	// ErrInvalidCursor is returned by Peek for a PeekOptions.After that is
-	// not the Next of a page of the same state.
-	ErrInvalidCursor = errors.New("pubsub: invalid peek cursor")
-	// ErrWrongState is returned when a message asked for by ID is not in a
-	// state the call applies to (Cancel of a processing or dead message).
-	ErrWrongState = errors.New("pubsub: message in the wrong state")
 	// ErrNoBackend is returned by topic injection when no PubSub is registered.
 	ErrNoBackend = errors.New("pubsub: no backend registered")
 )

@@ -7,6 +7,7 @@ import (
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Checkout is a handler whose topic is injected by its tag.
@@ -64,7 +65,7 @@ func ExampleFail() {
 		fmt.Println("attempt", pubsub.Attempt(msg))
 		_ = pubsub.Fail(ctx, msg, fmt.Errorf("upstream down"))
 	}
-	dead, _ := pubsub.ListDead(ctx, t, 10)
+	dead, _ := admin.ListDead(ctx, t, 10)
 	fmt.Printf("dead: %s after %d attempts: %s\n", dead[0].Data, dead[0].Attempts, dead[0].LastError)
 	// Output:
 	// attempt 1

@@ -50,20 +50,6 @@ func WithHeader(ctx context.Context, h Header) context.Context {
 	return context.WithValue(ctx, headerctx.Key{}, h)
 }
 
-// HeaderFrom returns the header WithHeader put in ctx (nil if none),
-// validated: backends call it on every enqueue and fail with its error,
-// which wraps ErrInvalidHeader. The caller must not modify it.
-func HeaderFrom(ctx context.Context) (Header, error) {
-	h, _ := ctx.Value(headerctx.Key{}).(Header)
-	if len(h) == 0 {
-		return nil, nil
-	}
-	if err := ValidateHeader(h); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
 // ValidateHeader reports whether every backend can carry h: at most
 // MaxHeaderKeys keys and MaxHeaderSize bytes; each key 1 to 255 bytes of
 // ASCII letters, digits, '-', '_' and '.'; each value valid UTF-8 without

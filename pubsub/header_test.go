@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 func TestValidateHeader(t *testing.T) {
@@ -76,7 +77,7 @@ func TestWithHeader(t *testing.T) {
 	bg := context.Background()
 	header := func(ctx context.Context) pubsub.Header {
 		t.Helper()
-		h, err := pubsub.HeaderFrom(ctx)
+		h, err := wrap.HeaderFrom(ctx)
 		if err != nil {
 			t.Fatalf("HeaderFrom: %v", err)
 		}
@@ -108,10 +109,10 @@ func TestWithHeader(t *testing.T) {
 	// HeaderFrom validates: each enqueue fails on a bad header, whichever
 	// WithHeader added it.
 	bad := pubsub.WithHeader(inner, pubsub.Header{"no spaces": "x"})
-	if h, err := pubsub.HeaderFrom(bad); !errors.Is(err, pubsub.ErrInvalidHeader) || h != nil {
+	if h, err := wrap.HeaderFrom(bad); !errors.Is(err, pubsub.ErrInvalidHeader) || h != nil {
 		t.Fatalf("HeaderFrom with an invalid key = %q, %v; want nil, ErrInvalidHeader", h, err)
 	}
-	if _, err := pubsub.HeaderFrom(pubsub.WithHeader(bad, pubsub.Header{"d": "fine"})); !errors.Is(err, pubsub.ErrInvalidHeader) {
+	if _, err := wrap.HeaderFrom(pubsub.WithHeader(bad, pubsub.Header{"d": "fine"})); !errors.Is(err, pubsub.ErrInvalidHeader) {
 		t.Fatalf("HeaderFrom with an invalid key merged under a valid one: %v, want ErrInvalidHeader", err)
 	}
 }

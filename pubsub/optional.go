@@ -36,28 +36,6 @@ type UniqueEnqueuer interface {
 	EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error)
 }
 
-// DeadLetters is a Topic whose dead messages can be listed, re-queued and
-// purged.
-type DeadLetters interface {
-	// ListDead returns up to limit dead messages (all when limit <= 0),
-	// oldest death first.
-	ListDead(ctx context.Context, limit int) ([]DeadMessage, error)
-	// RequeueDead makes the dead message id ready again with a fresh
-	// attempt count. It wraps ErrNotFound when id is not dead, and
-	// ErrInvalidID too when id cannot be a message ID.
-	RequeueDead(ctx context.Context, id string) error
-	// RequeueAllDead re-queues every dead message and says how many.
-	RequeueAllDead(ctx context.Context) (int, error)
-	// PurgeDead deletes every dead message for good and says how many.
-	PurgeDead(ctx context.Context) (int, error)
-}
-
-// Stater is a Topic that can count its messages; call it through
-// TopicStats.
-type Stater interface {
-	Stats(ctx context.Context) (Stats, error)
-}
-
 // Attempter is a Message that knows its delivery number: 1 on the first
 // delivery, 2 on the first redelivery, and so on.
 type Attempter interface {
@@ -83,28 +61,6 @@ type Failer interface {
 // keeping the reason: for messages that can never succeed.
 type Rejecter interface {
 	Reject(ctx context.Context, reason error) error
-}
-
-// DeadMessage is a message that exhausted its attempts or was rejected.
-type DeadMessage struct {
-	ID        string
-	Data      []byte
-	Attempts  int       // deliveries it had
-	LastError string    // the reason of its last failure, if one was given
-	DiedAt    time.Time // when it became dead
-	Header    Header    // its header (nil if it has none); the caller's to keep
-}
-
-// Stats counts a topic's messages by state.
-type Stats struct {
-	Ready      int64 // waiting and due now
-	Scheduled  int64 // waiting for a later time (delayed or backing off)
-	Processing int64 // leased to a consumer
-	Dead       int64
-	// OldestReady is how long the oldest ready message has waited (0 if
-	// there is none, and always 0 on channelpubsub, which does not track
-	// it: pubsubtest.Abilities.OldestReady).
-	OldestReady time.Duration
 }
 
 // EnqueueAt enqueues data to be delivered no earlier than at. A time in the
@@ -181,51 +137,6 @@ func Reject(ctx context.Context, m Message, reason error) error {
 		return r.Reject(ctx, reason)
 	}
 	return unsupported(m, "reject")
-}
-
-// ListDead lists up to limit dead messages of t.
-func ListDead(ctx context.Context, t Topic, limit int) ([]DeadMessage, error) {
-	d, ok := As[DeadLetters](t)
-	if !ok {
-		return nil, unsupported(t, "dead letters")
-	}
-	return d.ListDead(ctx, limit)
-}
-
-// RequeueDead makes the dead message id of t ready again.
-func RequeueDead(ctx context.Context, t Topic, id string) error {
-	d, ok := As[DeadLetters](t)
-	if !ok {
-		return unsupported(t, "dead letters")
-	}
-	return d.RequeueDead(ctx, id)
-}
-
-// RequeueAllDead makes every dead message of t ready again.
-func RequeueAllDead(ctx context.Context, t Topic) (int, error) {
-	d, ok := As[DeadLetters](t)
-	if !ok {
-		return 0, unsupported(t, "dead letters")
-	}
-	return d.RequeueAllDead(ctx)
-}
-
-// PurgeDead deletes every dead message of t.
-func PurgeDead(ctx context.Context, t Topic) (int, error) {
-	d, ok := As[DeadLetters](t)
-	if !ok {
-		return 0, unsupported(t, "dead letters")
-	}
-	return d.PurgeDead(ctx)
-}
-
-// TopicStats counts t's messages by state.
-func TopicStats(ctx context.Context, t Topic) (Stats, error) {
-	s, ok := As[Stater](t)
-	if !ok {
-		return Stats{}, unsupported(t, "stats")
-	}
-	return s.Stats(ctx)
 }
 
 func unsupported(v any, what string) error {

@@ -60,33 +60,6 @@ func Subscribe(ctx context.Context, ps PubSub, topic, sub string) (Topic, error)
 	return nil, unsupported(ps, "subscriptions")
 }
 
-// ListSubscriptions lists the subscriptions of topic on ps, sorted by
-// name. Without a Subscriber it returns ErrUnsupported.
-func ListSubscriptions(ctx context.Context, ps PubSub, topic string) ([]string, error) {
-	if err := ValidateTopicName(topic); err != nil {
-		return nil, err
-	}
-	s, ok := As[Subscriber](ps)
-	if !ok {
-		return nil, unsupported(ps, "subscriptions")
-	}
-	return s.Subscriptions(ctx, topic)
-}
-
-// DeleteSubscription removes subscription sub of topic on ps and its
-// pending copies (see Subscriber). Without a Subscriber it returns
-// ErrUnsupported.
-func DeleteSubscription(ctx context.Context, ps PubSub, topic, sub string) error {
-	if err := ValidateSubscription(topic, sub); err != nil {
-		return err
-	}
-	s, ok := As[Subscriber](ps)
-	if !ok {
-		return unsupported(ps, "subscriptions")
-	}
-	return s.DeleteSubscription(ctx, topic, sub)
-}
-
 // ValidateSubscription checks a topic name (ValidateTopicName) and the
 // name of one of its subscriptions (ValidateSubscriptionName, the error
 // naming the topic too).

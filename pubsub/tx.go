@@ -1,8 +1,10 @@
 package pubsub
 
-import "context"
+import (
+	"context"
 
-type txKey struct{}
+	"github.com/conveyorgo/conveyor/internal/txctx"
+)
 
 // WithTx returns a copy of ctx asking every enqueue called with it
 // (Enqueue, EnqueueAt, EnqueueBatch, EnqueueUnique, and an
@@ -19,11 +21,5 @@ type txKey struct{}
 // PostgreSQL never loses its atomicity on another backend without a word.
 // A nil tx asks for nothing.
 func WithTx(ctx context.Context, tx any) context.Context {
-	return context.WithValue(ctx, txKey{}, tx)
-}
-
-// TxFrom returns the transaction WithTx put in ctx, or nil. Backends call
-// it on every enqueue.
-func TxFrom(ctx context.Context) any {
-	return ctx.Value(txKey{})
+	return context.WithValue(ctx, txctx.Key{}, tx)
 }

@@ -8,35 +8,24 @@ package pubsub
 //
 //	func (t tracedTopic) Unwrap() pubsub.Topic { return t.Topic }
 //
-// The helpers of this package (EnqueueBatch, EnqueueAt, ListDead,
-// ExtendLease, ...) and the backends' own (dbpubsub.WithTx needs none) look
+// The helpers of this package (EnqueueBatch, EnqueueAt, ExtendLease, ...),
+// of packages pubsub/admin and pubsub/wrap, and the backends' own look
 // for an optional ability on the value first, then on what it wraps, down
 // the chain, as errors.As does: a wrapped Topic keeps every ability of the
 // backend under it. A wrapper that implements an ability itself is found
 // first, so it can intercept that ability too. A wrapper that implements
 // abilities only to observe them (tracing an EnqueueBatch, say) declares
-// it with Forwarder, so that it never claims an ability the value it
-// wraps lacks.
-
-// Forwarder is a wrapper whose implementations of some optional abilities
-// only forward them to the value it wraps. As reports such an ability on
-// the wrapper only when the wrapped chain has it too: a traced topic over
-// a backend without an all-or-none batch does not say it has one.
-type Forwarder interface {
-	// Forwards reports whether the wrapper's implementation of the ability
-	// whose interface type T is given as a nil *T (for example
-	// (*pubsub.BatchEnqueuer)(nil)) only forwards to the wrapped value.
-	Forwards(ability any) bool
-}
+// it with a Forwards method (package pubsub/wrap, Forwarder), so that it
+// never claims an ability the value it wraps lacks.
 
 // As finds the first value in v's Unwrap chain that is a T: v itself, or
 // what v wraps (Unwrap() Topic, Unwrap() Message or Unwrap() PubSub), and
-// so on. A Forwarder that forwards T counts only when a value below it is
-// a T. It reports false when none is.
+// so on. A wrapper that says it only forwards T (wrap.Forwarder) counts
+// only when a value below it is a T. It reports false when none is.
 func As[T any](v any) (T, bool) {
 	for v != nil {
 		if t, ok := v.(T); ok {
-			f, fwd := v.(Forwarder)
+			f, fwd := v.(forwarder)
 			if !fwd || !f.Forwards((*T)(nil)) {
 				return t, true
 			}
@@ -63,3 +52,6 @@ func unwrap(v any) any {
 	}
 	return nil
 }
+
+// forwarder is wrap.Forwarder, which this package cannot import.
+type forwarder interface{ Forwards(ability any) bool }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/channelpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/relay"
 )
 
@@ -62,9 +63,9 @@ func TestRelayHoldsWhileQuiesced(t *testing.T) {
 	}
 
 	quiesced := make(chan error, 1)
-	go func() { quiesced <- pubsub.Quiesce(bg, ps) }()
+	go func() { quiesced <- admin.Quiesce(bg, ps) }()
 	for {
-		shut, err := pubsub.IsQuiesced(bg, ps)
+		shut, err := admin.IsQuiesced(bg, ps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,14 +96,14 @@ func TestRelayHoldsWhileQuiesced(t *testing.T) {
 		t.Fatalf("the relay took %q while quiesced", got)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if s, err := pubsub.TopicStats(bg, src); err != nil || s.Ready != 1 || s.Processing != 0 {
+	if s, err := admin.TopicStats(bg, src); err != nil || s.Ready != 1 || s.Processing != 0 {
 		t.Fatalf("source stats while quiesced = %+v, %v; want b ready, nothing in hand", s, err)
 	}
 	if s := r.Stats(); s.Relayed != 1 || s.Failed != 0 {
 		t.Fatalf("relay stats while quiesced = %+v, want 1 relayed, none failed", s)
 	}
 
-	if err := pubsub.ResumeConsumers(bg, ps); err != nil {
+	if err := admin.ResumeConsumers(bg, ps); err != nil {
 		t.Fatal(err)
 	}
 	select {

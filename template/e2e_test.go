@@ -27,6 +27,7 @@ import (
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const (
@@ -198,7 +199,7 @@ func checkNATS(t *testing.T, url, prefix string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := pubsub.TopicStats(ctx, tp)
+		s, err := admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,13 +221,13 @@ func checkNATS(t *testing.T, url, prefix string) {
 // (natspubsub's docs, Delivery). An ack of the app that the server applies
 // a moment later leaves nothing to deliver: then the stats must show
 // nothing left.
-func checkLeftReport(t *testing.T, tp pubsub.Topic, sub string, s pubsub.Stats) {
+func checkLeftReport(t *testing.T, tp pubsub.Topic, sub string, s admin.Stats) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), pubsub.DefaultLease+30*time.Second)
 	defer cancel()
 	m, err := tp.Dequeue(ctx)
 	if err != nil {
-		now, serr := pubsub.TopicStats(context.Background(), tp)
+		now, serr := admin.TopicStats(context.Background(), tp)
 		if serr != nil || now.Ready+now.Processing+now.Dead != 0 {
 			t.Errorf("subscription %s after the stop: %+v, and no message to dequeue (%v); now %+v, %v", sub, s, err, now, serr)
 		}

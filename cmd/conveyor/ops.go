@@ -17,6 +17,7 @@ import (
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The operator's commands (issue 19) act on a running deployment's
@@ -119,15 +120,15 @@ func exitCode(err error) (int, string) {
 		return exitRefused, "Deliver, re-queue or purge the waiting messages first, or pass --force to revert it anyway."
 	case errors.Is(err, migrations.ErrUnknownRole):
 		return exitNotFound, "Create the role first (CREATE ROLE app LOGIN), then grant it."
-	case errors.Is(err, pubsub.ErrInvalidID):
+	case errors.Is(err, admin.ErrInvalidID):
 		return exitUsage, "'conveyor peek TOPIC' lists the messages' IDs."
-	case errors.Is(err, pubsub.ErrInvalidTopic), errors.Is(err, pubsub.ErrInvalidSubscription), errors.Is(err, pubsub.ErrInvalidCursor):
+	case errors.Is(err, pubsub.ErrInvalidTopic), errors.Is(err, pubsub.ErrInvalidSubscription), errors.Is(err, admin.ErrInvalidCursor):
 		return exitUsage, ""
-	case errors.Is(err, pubsub.ErrNotFound):
+	case errors.Is(err, admin.ErrNotFound):
 		return exitNotFound, "'conveyor peek TOPIC --state STATE' lists the messages in a state."
 	case errors.Is(err, pubsub.ErrNoSubscription), errors.Is(err, natspubsub.ErrNoStream):
 		return exitNotFound, "'conveyor topics' lists the topics and their subscriptions."
-	case errors.Is(err, pubsub.ErrWrongState):
+	case errors.Is(err, admin.ErrWrongState):
 		return exitRefused, ""
 	case errors.Is(err, pubsub.ErrUnsupported):
 		return exitFailed, "This backend does not offer it."
@@ -272,9 +273,9 @@ func (c *opsCall) logger() *slog.Logger {
 }
 
 // topics lists the backend's topics, or nil when it cannot (no
-// pubsub.TopicLister).
-func (c *opsCall) topics() ([]pubsub.TopicInfo, error) {
-	ts, err := pubsub.ListTopics(c.ctx, c.ps)
+// admin.TopicLister).
+func (c *opsCall) topics() ([]admin.TopicInfo, error) {
+	ts, err := admin.ListTopics(c.ctx, c.ps)
 	if errors.Is(err, pubsub.ErrUnsupported) {
 		return nil, nil
 	}
@@ -292,7 +293,7 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 	var subs []string
 	switch {
 	case ts != nil:
-		i := slices.IndexFunc(ts, func(t pubsub.TopicInfo) bool { return t.Name == topic })
+		i := slices.IndexFunc(ts, func(t admin.TopicInfo) bool { return t.Name == topic })
 		if i < 0 {
 			return nil, notFoundErrorf("unknown topic %q (conveyor topics lists them)", topic)
 		}
@@ -300,7 +301,7 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 	default:
 		// Without a topic list, a missing topic is the backend's error
 		// when it is used, or an empty topic.
-		if subs, err = pubsub.ListSubscriptions(c.ctx, c.ps, topic); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
+		if subs, err = admin.ListSubscriptions(c.ctx, c.ps, topic); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 			return nil, err
 		}
 	}

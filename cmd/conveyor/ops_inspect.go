@@ -9,6 +9,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/timefmt"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The commands that look without changing anything: topics, stats, peek,
@@ -24,7 +25,7 @@ any keeps its messages for its default subscription).
 }
 
 func runTopics(c *opsCall) error {
-	ts, err := pubsub.ListTopics(c.ctx, c.ps)
+	ts, err := admin.ListTopics(c.ctx, c.ps)
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func runStats(c *opsCall) error {
 	if len(c.args) == 1 {
 		topics = c.args
 	} else {
-		ts, err := pubsub.ListTopics(c.ctx, c.ps)
+		ts, err := admin.ListTopics(c.ctx, c.ps)
 		if err != nil {
 			return fmt.Errorf("%w (name a TOPIC)", err)
 		}
@@ -85,7 +86,7 @@ func runStats(c *opsCall) error {
 			if err != nil {
 				return err
 			}
-			s, err := pubsub.TopicStats(c.ctx, t)
+			s, err := admin.TopicStats(c.ctx, t)
 			t.Close()
 			if err != nil {
 				return err
@@ -124,15 +125,15 @@ Flags:
   -after C     list the page after cursor C (printed with the previous page)
 `,
 	flags: func(fs *flag.FlagSet) {
-		fs.String("state", string(pubsub.StateReady), "")
-		fs.Int("limit", pubsub.DefaultPeekLimit, "")
+		fs.String("state", string(admin.StateReady), "")
+		fs.Int("limit", admin.DefaultPeekLimit, "")
 		fs.String("after", "", "")
 	},
 	run: runPeek,
 }
 
 func runPeek(c *opsCall) error {
-	state := pubsub.MessageState(c.flag("state"))
+	state := admin.MessageState(c.flag("state"))
 	if !state.Valid() {
 		return usageErrorf("-state %q: want ready, scheduled, processing or dead", state)
 	}
@@ -145,8 +146,8 @@ func runPeek(c *opsCall) error {
 		return err
 	}
 	defer t.Close()
-	page, err := pubsub.Peek(c.ctx, t, pubsub.PeekOptions{State: state, Limit: limit, After: c.flag("after")})
-	if errors.Is(err, pubsub.ErrUnsupported) && state == pubsub.StateDead {
+	page, err := admin.Peek(c.ctx, t, admin.PeekOptions{State: state, Limit: limit, After: c.flag("after")})
+	if errors.Is(err, pubsub.ErrUnsupported) && state == admin.StateDead {
 		page, err = peekDead(c, t, limit)
 	}
 	if err != nil {
@@ -174,28 +175,28 @@ func runPeek(c *opsCall) error {
 
 // peekDead lists dead messages with DeadLetters, on a backend without a
 // Peeker (NATS): the first page only.
-func peekDead(c *opsCall, t pubsub.Topic, limit int) (pubsub.PeekPage, error) {
+func peekDead(c *opsCall, t pubsub.Topic, limit int) (admin.PeekPage, error) {
 	if c.flag("after") != "" {
-		return pubsub.PeekPage{}, usageErrorf("-after: this backend lists its dead messages in one page")
+		return admin.PeekPage{}, usageErrorf("-after: this backend lists its dead messages in one page")
 	}
-	dead, err := pubsub.ListDead(c.ctx, t, limit)
+	dead, err := admin.ListDead(c.ctx, t, limit)
 	if err != nil {
-		return pubsub.PeekPage{}, err
+		return admin.PeekPage{}, err
 	}
-	var page pubsub.PeekPage
+	var page admin.PeekPage
 	for _, d := range dead {
-		page.Messages = append(page.Messages, pubsub.MessageInfo{ID: d.ID, State: pubsub.StateDead, Attempts: d.Attempts,
-			RunAt: d.DiedAt, LastError: d.LastError, Size: len(d.Data), Preview: pubsub.PreviewOf(d.Data), Header: d.Header})
+		page.Messages = append(page.Messages, admin.MessageInfo{ID: d.ID, State: admin.StateDead, Attempts: d.Attempts,
+			RunAt: d.DiedAt, LastError: d.LastError, Size: len(d.Data), Preview: admin.PreviewOf(d.Data), Header: d.Header})
 	}
 	return page, nil
 }
 
 // timeColumn names a peeked state's MessageInfo.RunAt.
-func timeColumn(s pubsub.MessageState) string {
+func timeColumn(s admin.MessageState) string {
 	switch s {
-	case pubsub.StateProcessing:
+	case admin.StateProcessing:
 		return "LEASE UNTIL"
-	case pubsub.StateDead:
+	case admin.StateDead:
 		return "DIED AT"
 	}
 	return "RUN AT"
@@ -218,7 +219,7 @@ func runShow(c *opsCall) error {
 		return err
 	}
 	defer t.Close()
-	info, data, err := pubsub.GetMessage(c.ctx, t, c.args[1])
+	info, data, err := admin.GetMessage(c.ctx, t, c.args[1])
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // migrate --grant ROLE, run by the owner, lets an app logged in as ROLE,
@@ -72,7 +72,7 @@ func TestOpsMigrateGrant(t *testing.T) {
 	if err := m.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pubsub.ListTopics(ctx, ps); err != nil {
+	if _, err := admin.ListTopics(ctx, ps); err != nil {
 		t.Fatalf("ListTopics as %s: %v", role, err)
 	}
 	code, out, errs = runCmd(t, env{vars: map[string]string{"DATABASE_URL": u.String()}}, "topics")

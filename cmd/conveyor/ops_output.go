@@ -15,7 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Output: a table (aligned columns, one row per item) by default, one
@@ -131,7 +131,7 @@ type (
 )
 
 // newJSONMessage describes m, with data when given (else its preview).
-func newJSONMessage(m pubsub.MessageInfo, data []byte) jsonMessage {
+func newJSONMessage(m admin.MessageInfo, data []byte) jsonMessage {
 	out := jsonMessage{ID: m.ID, State: string(m.State), Attempts: m.Attempts, LastError: m.LastError, Size: m.Size, Header: m.Header}
 	if !m.RunAt.IsZero() {
 		at := m.RunAt.UTC()
@@ -154,7 +154,7 @@ func newJSONMessage(m pubsub.MessageInfo, data []byte) jsonMessage {
 }
 
 // writeMessage prints a message whole, for show.
-func writeMessage(w io.Writer, m pubsub.MessageInfo, data []byte) {
+func writeMessage(w io.Writer, m admin.MessageInfo, data []byte) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	field := func(name string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", name, v) }
 	field("ID", m.ID)

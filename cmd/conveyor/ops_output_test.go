@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 func TestPreview(t *testing.T) {
@@ -46,7 +47,7 @@ func TestWriteMessageData(t *testing.T) {
 	}
 	for _, c := range cases {
 		var b bytes.Buffer
-		writeMessage(&b, pubsub.MessageInfo{ID: "1", State: pubsub.StateReady, Size: len(c.data),
+		writeMessage(&b, admin.MessageInfo{ID: "1", State: admin.StateReady, Size: len(c.data),
 			Header: pubsub.Header{"trace": "x"}}, c.data)
 		out := b.String()
 		_, data, ok := strings.Cut(out, "Data:\n")

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 var pauseCmd = &opsCommand{
@@ -35,9 +35,9 @@ func setPaused(c *opsCall, pause bool) error {
 	}
 	defer t.Close()
 	if pause {
-		err = pubsub.Pause(c.ctx, t)
+		err = admin.Pause(c.ctx, t)
 	} else {
-		err = pubsub.Resume(c.ctx, t)
+		err = admin.Resume(c.ctx, t)
 	}
 	if err != nil {
 		return err

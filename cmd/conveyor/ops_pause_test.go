@@ -9,7 +9,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/migrations"
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // TestOpsPause pauses a subscription with the command while an app's
@@ -43,7 +43,7 @@ func TestOpsPause(t *testing.T) {
 	if code, out, errs := runCmd(t, e, "pause", "jobs"); code != 0 || out != "Paused topic \"jobs\": no consumer gets its messages until resume.\n" {
 		t.Fatalf("pause: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if paused, err := pubsub.IsPaused(ctx, jobs); err != nil || !paused {
+	if paused, err := admin.IsPaused(ctx, jobs); err != nil || !paused {
 		t.Fatalf("after pause, IsPaused = %v, %v; want true", paused, err)
 	}
 	if err := jobs.Enqueue(ctx, []byte("held")); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The commands that change messages: requeue, purge, cancel. Those that
@@ -31,7 +32,7 @@ Flags:
 		allFlag: "all", done: "Re-queued", jsonKey: "requeued",
 		askAll: "Re-queue every dead message of %s?",
 		// One message: re-queuing undoes its death, not asked about.
-		one: pubsub.RequeueDead, all: pubsub.RequeueAllDead,
+		one: admin.RequeueDead, all: admin.RequeueAllDead,
 	}.run,
 }
 
@@ -52,7 +53,7 @@ Flags:
 		allFlag: "all-dead", done: "Deleted", jsonKey: "deleted",
 		askAll: "Delete every dead message of %s for good?",
 		askOne: "Delete dead message %s of %s for good?",
-		one:    pubsub.DeleteDead, all: pubsub.PurgeDead,
+		one:    admin.DeleteDead, all: admin.PurgeDead,
 	}.run,
 }
 
@@ -92,7 +93,7 @@ func (a deadAction) run(c *opsCall) error {
 		return c.done(map[string]int{a.jsonKey: n}, "%s %d dead messages of %s.\n", a.done, n, c.label())
 	}
 	id := c.args[1]
-	if err := c.checkState(t, id, pubsub.StateDead); err != nil {
+	if err := c.checkState(t, id, admin.StateDead); err != nil {
 		return err
 	}
 	if a.askOne != "" {
@@ -125,13 +126,13 @@ func runCancel(c *opsCall) error {
 	}
 	defer t.Close()
 	id := c.args[1]
-	if err := c.checkState(t, id, pubsub.StateReady, pubsub.StateScheduled); err != nil {
+	if err := c.checkState(t, id, admin.StateReady, admin.StateScheduled); err != nil {
 		return err
 	}
 	if err := c.confirm(fmt.Sprintf("Cancel message %s of %s (it will never be delivered)?", id, c.label())); err != nil {
 		return err
 	}
-	if err := pubsub.Cancel(c.ctx, t, id); err != nil {
+	if err := admin.Cancel(c.ctx, t, id); err != nil {
 		return err
 	}
 	return c.done(map[string]string{"canceled": id}, "Canceled message %s of %s.\n", id, c.label())
@@ -140,12 +141,12 @@ func runCancel(c *opsCall) error {
 // checkState looks message id up and returns the error saying it is not
 // in one of the states, so that the command acts on it knowingly. Without
 // a Peeker (NATS) it leaves the check to the action.
-func (c *opsCall) checkState(t pubsub.Topic, id string, states ...pubsub.MessageState) error {
-	info, _, err := pubsub.GetMessage(c.ctx, t, id)
+func (c *opsCall) checkState(t pubsub.Topic, id string, states ...admin.MessageState) error {
+	info, _, err := admin.GetMessage(c.ctx, t, id)
 	switch {
 	case errors.Is(err, pubsub.ErrUnsupported):
 		return nil
-	case errors.Is(err, pubsub.ErrNotFound):
+	case errors.Is(err, admin.ErrNotFound):
 		return &cliError{code: exitNotFound, err: fmt.Errorf("no message %s in %s", id, c.label()),
 			hint: "'conveyor peek " + c.args[0] + " --state " + string(states[0]) + "' lists them; an acked message is gone."}
 	case err != nil:
@@ -165,11 +166,11 @@ func (c *opsCall) checkState(t pubsub.Topic, id string, states ...pubsub.Message
 }
 
 // stateHint says what to do with a message in state s instead of cmd.
-func stateHint(cmd string, s pubsub.MessageState) string {
+func stateHint(cmd string, s admin.MessageState) string {
 	switch {
-	case s == pubsub.StateDead && cmd == "cancel":
+	case s == admin.StateDead && cmd == "cancel":
 		return "'conveyor purge TOPIC ID' deletes a dead message."
-	case s == pubsub.StateProcessing:
+	case s == admin.StateProcessing:
 		return "It is leased to a consumer: wait for it to be settled or for its lease to run out."
 	}
 	return ""

@@ -16,6 +16,7 @@ import (
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // fixture is a migrated schema holding, on topic "orders": a dead message
@@ -64,13 +65,13 @@ func newFixture(t *testing.T) fixture {
 	must(orders.Enqueue(pubsub.WithHeader(ctx, pubsub.Header{"traceparent": "00-abc-01"}), []byte(ready1Data)))
 	must(orders.Enqueue(ctx, []byte(ready2Data)))
 	must(pubsub.EnqueueDelayed(ctx, orders, []byte("later"), time.Hour))
-	page, err := pubsub.Peek(ctx, orders, pubsub.PeekOptions{State: pubsub.StateReady})
+	page, err := admin.Peek(ctx, orders, admin.PeekOptions{State: admin.StateReady})
 	must(err)
 	if len(page.Messages) != 2 {
 		t.Fatalf("the fixture has %d ready messages, want 2", len(page.Messages))
 	}
 	f.ready1, f.ready2 = page.Messages[0].ID, page.Messages[1].ID
-	page, err = pubsub.Peek(ctx, orders, pubsub.PeekOptions{State: pubsub.StateScheduled})
+	page, err = admin.Peek(ctx, orders, admin.PeekOptions{State: admin.StateScheduled})
 	must(err)
 	f.scheduled = page.Messages[0].ID
 
@@ -79,7 +80,7 @@ func newFixture(t *testing.T) fixture {
 	_, err = pubsub.Subscribe(ctx, ps, "events", "mail")
 	must(err)
 	must(ps.Topic("events").Enqueue(ctx, []byte("signed up")))
-	page, err = pubsub.Peek(ctx, audit, pubsub.PeekOptions{State: pubsub.StateReady})
+	page, err = admin.Peek(ctx, audit, admin.PeekOptions{State: admin.StateReady})
 	must(err)
 	f.auditCopyID = page.Messages[0].ID
 

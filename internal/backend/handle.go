@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // Handle is the open/closed state of one topic handle. Its zero value is
@@ -92,9 +94,9 @@ type Topic interface {
 	pubsub.Delayer
 	pubsub.BatchEnqueuer
 	pubsub.UniqueEnqueuer
-	pubsub.DeadLetters
-	pubsub.Stater
-	pubsub.RetryReporter
+	admin.DeadLetters
+	admin.Stater
+	wrap.RetryReporter
 }
 
 // Message is a delivery with every optional ability of package pubsub.

@@ -22,7 +22,7 @@ func Register[P pubsub.PubSub](ctx context.Context, valid error, build func(ctx 
 		if err != nil {
 			return nil, err
 		}
-		return wrap(ctx, ps), nil
+		return applyWrappers(ctx, ps), nil
 	})
 }
 
@@ -49,8 +49,8 @@ func RegisterWrapper(ctx context.Context, wrap func(pubsub.PubSub) pubsub.PubSub
 	return nil
 }
 
-// wrap applies the injector's Wrappers to ps.
-func wrap(ctx context.Context, ps pubsub.PubSub) pubsub.PubSub {
+// applyWrappers applies the injector's Wrappers to ps.
+func applyWrappers(ctx context.Context, ps pubsub.PubSub) pubsub.PubSub {
 	ws, err := di.Resolve[*Wrappers](ctx)
 	if err != nil {
 		return ps

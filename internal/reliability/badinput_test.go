@@ -18,6 +18,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // badLimit is the MaxDataSize of the bad-input backends.
@@ -103,11 +104,11 @@ func empty(t *testing.T, ctx context.Context, tp pubsub.Topic) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		st, err := pubsub.TopicStats(ctx, tp)
+		st, err := admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st == (pubsub.Stats{}) {
+		if st == (admin.Stats{}) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -183,7 +184,7 @@ func afterLease(t *testing.T, ctx context.Context, tp pubsub.Topic) pubsub.Messa
 
 // serveRaw enqueues raw on topic, runs an event.Service with a listener
 // of job on it until the message is dead, and returns its dead letter.
-func serveRaw(t *testing.T, ctx context.Context, s store, topic string, raw []byte) pubsub.DeadMessage {
+func serveRaw(t *testing.T, ctx context.Context, s store, topic string, raw []byte) admin.DeadMessage {
 	t.Helper()
 	tp := s.ps.Topic(topic)
 	if err := tp.Enqueue(ctx, raw); err != nil {
@@ -213,7 +214,7 @@ func serveRaw(t *testing.T, ctx context.Context, s store, topic string, raw []by
 	}
 	defer func() { _ = svc.Shutdown(ctx) }()
 	for {
-		dead, err := pubsub.ListDead(ctx, tp, 0)
+		dead, err := admin.ListDead(ctx, tp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +377,7 @@ func backendCases() []backendCase {
 				t.Fatal(err)
 			}
 			_, err := closedTopic(t, s).Dequeue(ctx)
-			if st, _ := pubsub.TopicStats(ctx, s.ps.Topic("closed")); st.Ready != 1 {
+			if st, _ := admin.TopicStats(ctx, s.ps.Topic("closed")); st.Ready != 1 {
 				t.Errorf("after Dequeue on a closed handle the topic holds %+v, want the message ready", st)
 			}
 			return err
@@ -439,7 +440,7 @@ func backendCases() []backendCase {
 
 // errorFromDead turns a dead letter's reason back into an error, when it
 // says it is sentinel's (the reason is kept as text).
-func errorFromDead(d pubsub.DeadMessage, sentinel error) error {
+func errorFromDead(d admin.DeadMessage, sentinel error) error {
 	if !strings.Contains(d.LastError, sentinel.Error()) {
 		return fmt.Errorf("dead with reason %q", d.LastError)
 	}

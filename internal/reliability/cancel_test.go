@@ -15,6 +15,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const (
@@ -354,11 +355,11 @@ func TestConsumerCancellation(t *testing.T) {
 		if redeliveries != 0 || ackedTwice != 0 {
 			t.Errorf("%d redeliveries and %d double acks, want none: a canceled Dequeue lost a row until its lease ran out", redeliveries, ackedTwice)
 		}
-		st, err := pubsub.TopicStats(ctx, tp)
+		st, err := admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st != (pubsub.Stats{}) {
+		if st != (admin.Stats{}) {
 			t.Errorf("left after all acks: %+v", st)
 		}
 		result{fault: "consumer cancellation (" + b.name + ")", messages: n, acked: acked, dead: int(st.Dead), duplicates: redeliveries,

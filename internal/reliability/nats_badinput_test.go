@@ -11,6 +11,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // natsLacks are the shared bad-input cases that ask NATS for what it does
@@ -141,7 +142,7 @@ func natsCases() []backendCase {
 			}
 			// Every topic and subscription got its own message only.
 			for _, n := range []string{"a", "b", "a.b.c", "*"} {
-				if st, err := pubsub.TopicStats(ctx, s.ps.Topic(n)); err != nil || st != (pubsub.Stats{}) {
+				if st, err := admin.TopicStats(ctx, s.ps.Topic(n)); err != nil || st != (admin.Stats{}) {
 					t.Errorf("topic %q holds %+v (%v), want nothing", n, st, err)
 				}
 			}
@@ -173,11 +174,11 @@ func natsCases() []backendCase {
 			return ps.DeleteSubscription(ctx, "t", "s")
 		}), want: pubsub.ErrClosed, msg: "closed"},
 		{name: "closed: dead letters", run: closed(func(ctx context.Context, ps *natspubsub.PubSub) error {
-			_, err := pubsub.ListDead(ctx, ps.Topic("t"), 0)
+			_, err := admin.ListDead(ctx, ps.Topic("t"), 0)
 			return err
 		}), want: pubsub.ErrClosed, msg: "closed"},
 		{name: "closed: stats", run: closed(func(ctx context.Context, ps *natspubsub.PubSub) error {
-			_, err := pubsub.TopicStats(ctx, ps.Topic("t"))
+			_, err := admin.TopicStats(ctx, ps.Topic("t"))
 			return err
 		}), want: pubsub.ErrClosed, msg: "closed"},
 		{name: "closed while Dequeue waits", run: func(t *testing.T, ctx context.Context, s store) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const (
@@ -86,7 +87,7 @@ func TestNatsConsumerCrash(t *testing.T) {
 	if len(held) == 0 || len(back) != len(held) {
 		t.Errorf("the killed processes held %d deliveries, %d came back after the lease: want all, and some", len(held), len(back))
 	}
-	st, err := pubsub.TopicStats(ctx, ps.Topic(natsCrashTopic))
+	st, err := admin.TopicStats(ctx, ps.Topic(natsCrashTopic))
 	if err != nil {
 		t.Fatal(err)
 	}

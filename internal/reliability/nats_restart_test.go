@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const (
@@ -205,10 +206,10 @@ func TestNatsServerRestart(t *testing.T) {
 		}
 		return n
 	}
-	var st pubsub.Stats
+	var st admin.Stats
 	for ctx.Err() == nil {
 		var err error
-		if st, err = pubsub.TopicStats(ctx, tp); err == nil && st == (pubsub.Stats{}) && undelivered() == 0 {
+		if st, err = admin.TopicStats(ctx, tp); err == nil && st == (admin.Stats{}) && undelivered() == 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -240,7 +241,7 @@ func TestNatsServerRestart(t *testing.T) {
 		switch {
 		case cnt.acked[string(d)] > 0:
 			acked++
-		case cnt.delivered[string(d)] > 0 && st == (pubsub.Stats{}):
+		case cnt.delivered[string(d)] > 0 && st == (admin.Stats{}):
 			doubt++ // its Ack failed, yet the server holds it no more: it took the Ack
 			acked++
 		}

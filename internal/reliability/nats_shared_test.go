@@ -10,6 +10,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const (
@@ -68,7 +69,7 @@ func TestNatsSharedSubscription(t *testing.T) {
 			t.Errorf("consumer process %d acked nothing: the subscription is not shared (acks per process %v)", p, r.byProc)
 		}
 	}
-	st, err := pubsub.TopicStats(ctx, sub)
+	st, err := admin.TopicStats(ctx, sub)
 	if err != nil {
 		t.Fatal(err)
 	}

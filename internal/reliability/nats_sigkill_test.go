@@ -11,6 +11,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Fault 10 on NATS. Consumers reject every message (each goes dead with a
@@ -93,10 +94,10 @@ func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
 	}
 	// Every message ends dead: some whose Reject failed at the kill were
 	// kept dead all the same, and are not delivered again.
-	var dead []pubsub.DeadMessage
+	var dead []admin.DeadMessage
 	for {
 		var err error
-		if dead, err = pubsub.ListDead(ctx, tp, 0); err != nil {
+		if dead, err = admin.ListDead(ctx, tp, 0); err != nil {
 			t.Fatal(err)
 		}
 		if distinct(dead) == n {
@@ -125,7 +126,7 @@ func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
 }
 
 // distinct counts the messages of dead.
-func distinct(dead []pubsub.DeadMessage) int {
+func distinct(dead []admin.DeadMessage) int {
 	ids := map[string]bool{}
 	for _, d := range dead {
 		ids[d.ID] = true

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // job is the event of the shutdown test.
@@ -149,7 +150,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("after the restart %d of %d events handled", len(done), shutdownEvents)
 		}
-		st, err := pubsub.TopicStats(ctx, s.ps.Topic("jobs"))
+		st, err := admin.TopicStats(ctx, s.ps.Topic("jobs"))
 		if err != nil {
 			t.Fatal(err)
 		}

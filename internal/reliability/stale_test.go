@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 const staleMessages = 20
@@ -94,7 +95,7 @@ func TestStaleSettle(t *testing.T) {
 		if err == nil {
 			t.Errorf("message %s delivered again after its current delivery was acked", m.Data())
 		}
-		st, err := pubsub.TopicStats(ctx, tp)
+		st, err := admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +140,7 @@ func TestNackAccounting(t *testing.T) {
 			}
 		})
 		for {
-			st, err := pubsub.TopicStats(ctx, tp)
+			st, err := admin.TopicStats(ctx, tp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +154,7 @@ func TestNackAccounting(t *testing.T) {
 		}
 		stop()
 		wg.Wait()
-		dead, err := pubsub.ListDead(ctx, tp, 0)
+		dead, err := admin.ListDead(ctx, tp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

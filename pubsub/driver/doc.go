@@ -29,7 +29,8 @@
 // SlotReceiver for speed) that the engine
 // finds by type assertion on the Store, Topic or Subscription when it makes
 // a handle, and reports through pubsub.As; a capability the driver lacks
-// has the fallback its pubsub helper documents, or pubsub.ErrUnsupported.
+// has the fallback its helper (in pubsub or pubsub/admin) documents, or
+// pubsub.ErrUnsupported.
 //
 // docs/writing-a-backend.md walks through the contract with the in-memory
 // driver (package channelpubsub) as the example.
@@ -39,7 +40,7 @@
 // A driver returns errors without its package's name or the topic's: the
 // engine wraps each one with them (for example "channelpubsub: requeue
 // "7" on topic "orders": " + the driver's). It wraps the pubsub sentinels
-// a caller matches (pubsub.ErrNotFound, pubsub.ErrInvalidID,
+// a caller matches (admin.ErrNotFound, admin.ErrInvalidID,
 // pubsub.ErrNoSubscription, ...) and returns ctx's error itself when ctx
 // ended.
 package driver

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Optional capabilities. The engine asserts each on the object named
@@ -37,9 +38,9 @@ type Subscriptions interface {
 	DeleteSubscription(ctx context.Context, topic, sub string) error
 }
 
-// TopicLister is a Store that lists its topics (pubsub.ListTopics).
+// TopicLister is a Store that lists its topics (admin.ListTopics).
 type TopicLister interface {
-	Topics(ctx context.Context) ([]pubsub.TopicInfo, error)
+	Topics(ctx context.Context) ([]admin.TopicInfo, error)
 }
 
 // BatchPublisher is a Topic that publishes many messages all or none, in
@@ -60,41 +61,41 @@ type Batch struct {
 }
 
 // DeadLetters is a Subscription whose dead messages can be listed,
-// re-queued and purged (pubsub.DeadLetters).
+// re-queued and purged (admin.DeadLetters).
 type DeadLetters interface {
-	ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error)
-	// RequeueDead wraps pubsub.ErrNotFound when id is no dead message,
-	// pubsub.ErrInvalidID too when it cannot be one.
+	ListDead(ctx context.Context, limit int) ([]admin.DeadMessage, error)
+	// RequeueDead wraps admin.ErrNotFound when id is no dead message,
+	// admin.ErrInvalidID too when it cannot be one.
 	RequeueDead(ctx context.Context, id string) error
 	RequeueAllDead(ctx context.Context) (int, error)
 	PurgeDead(ctx context.Context) (int, error)
 }
 
-// Stater is a Subscription that counts its messages (pubsub.TopicStats).
+// Stater is a Subscription that counts its messages (admin.TopicStats).
 type Stater interface {
-	Stats(ctx context.Context) (pubsub.Stats, error)
+	Stats(ctx context.Context) (admin.Stats, error)
 }
 
 // Peeker is a Subscription whose messages can be looked at
-// (pubsub.Peek, pubsub.GetMessage); the engine normalizes the options.
+// (admin.Peek, admin.GetMessage); the engine normalizes the options.
 type Peeker interface {
-	Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error)
-	Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error)
+	Peek(ctx context.Context, opts admin.PeekOptions) (admin.PeekPage, error)
+	Message(ctx context.Context, id string) (admin.MessageInfo, []byte, error)
 }
 
 // Canceler is a Subscription whose waiting messages can be deleted
-// (pubsub.Cancel).
+// (admin.Cancel).
 type Canceler interface {
 	Cancel(ctx context.Context, id string) error
 }
 
 // DeadDeleter is a Subscription whose dead messages can be deleted one
-// by one (pubsub.DeleteDead).
+// by one (admin.DeleteDead).
 type DeadDeleter interface {
 	DeleteDead(ctx context.Context, id string) error
 }
 
-// Pauser is a Subscription that can be paused (pubsub.Pause): Receive
+// Pauser is a Subscription that can be paused (admin.Pause): Receive
 // keeps its messages back until Resume.
 type Pauser interface {
 	Pause(ctx context.Context) error
@@ -103,7 +104,7 @@ type Pauser interface {
 }
 
 // AckCounter is a Subscription that counts its recent acks
-// (pubsub.AckedSince).
+// (admin.AckedSince).
 type AckCounter interface {
 	AckedSince(ctx context.Context, since time.Time) (int64, error)
 }
@@ -116,7 +117,7 @@ type Inbox interface {
 
 // Releaser is a Subscription that can give a delivery back unsettled,
 // due now, without counting its attempt: what the engine does with a
-// delivery Receive made as the quiesce gate shut (pubsub.Quiescer), which
+// delivery Receive made as the quiesce gate shut (admin.Quiescer), which
 // no consumer saw. Without it the engine calls Retry with no delay, and
 // the message has one attempt more.
 type Releaser interface {

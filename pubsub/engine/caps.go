@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -39,7 +40,7 @@ func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
 }
 
 // has reports whether the handle has the optional ability whose interface
-// type is given as a nil pointer (see pubsub.Forwarder). An ability the
+// type is given as a nil pointer (see wrap.Forwarder). An ability the
 // engine gives every handle, or one it does not know, is had.
 func (c *caps) has(ability any) bool {
 	switch ability.(type) {
@@ -49,19 +50,19 @@ func (c *caps) has(ability any) bool {
 		return c.features.Has(driver.Unique)
 	case *pubsub.BatchEnqueuer:
 		return c.batch != nil
-	case *pubsub.DeadLetters:
+	case *admin.DeadLetters:
 		return c.dead != nil
-	case *pubsub.Stater:
+	case *admin.Stater:
 		return c.stats != nil
-	case *pubsub.Peeker:
+	case *admin.Peeker:
 		return c.peek != nil
-	case *pubsub.Canceler:
+	case *admin.Canceler:
 		return c.cancel != nil
-	case *pubsub.DeadDeleter:
+	case *admin.DeadDeleter:
 		return c.delDead != nil
-	case *pubsub.Pauser:
+	case *admin.Pauser:
 		return c.pause != nil
-	case *pubsub.AckCounter:
+	case *admin.AckCounter:
 		return c.acks != nil
 	case *pubsub.Inbox:
 		return c.inbox != nil

@@ -25,15 +25,15 @@
 //   - the error wording: the backend's name, the operation, the topic,
 //     the subscription and the message;
 //   - the abilities a handle reports: pubsub.As finds an optional ability
-//     on a handle only when its store has it (pubsub.Forwarder), through
+//     on a handle only when its store has it (wrap.Forwarder), through
 //     any number of wrappers;
-//   - the quiesce gate (pubsub.Quiescer, gate.go): every handle's
+//   - the quiesce gate (admin.Quiescer, gate.go): every handle's
 //     Dequeue waits while it is shut, whatever the store;
 //   - hook points for instrumentation (Options.Observer): each enqueue
 //     with its ctx, before its header is read, and each delivery with
 //     its handling context and the outcome of its settles; the handles
-//     are then pubsub.EnqueueStarter and the messages
-//     pubsub.ContextCarrier.
+//     are then wrap.EnqueueStarter and the messages
+//     wrap.ContextCarrier.
 //
 // What is specific to a store (its grouping of statements, its wake-ups,
 // its fetch batching) stays in its driver.

@@ -10,8 +10,10 @@ import (
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/minidriver"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // newMini returns an engine over the smallest driver, closed at the end
@@ -63,13 +65,13 @@ func TestAbilitiesFollowTheStore(t *testing.T) {
 		"Delayer":        func(v any) bool { _, ok := pubsub.As[pubsub.Delayer](v); return ok },
 		"BatchEnqueuer":  func(v any) bool { _, ok := pubsub.As[pubsub.BatchEnqueuer](v); return ok },
 		"UniqueEnqueuer": func(v any) bool { _, ok := pubsub.As[pubsub.UniqueEnqueuer](v); return ok },
-		"DeadLetters":    func(v any) bool { _, ok := pubsub.As[pubsub.DeadLetters](v); return ok },
-		"Stater":         func(v any) bool { _, ok := pubsub.As[pubsub.Stater](v); return ok },
-		"Peeker":         func(v any) bool { _, ok := pubsub.As[pubsub.Peeker](v); return ok },
-		"Canceler":       func(v any) bool { _, ok := pubsub.As[pubsub.Canceler](v); return ok },
-		"DeadDeleter":    func(v any) bool { _, ok := pubsub.As[pubsub.DeadDeleter](v); return ok },
-		"Pauser":         func(v any) bool { _, ok := pubsub.As[pubsub.Pauser](v); return ok },
-		"AckCounter":     func(v any) bool { _, ok := pubsub.As[pubsub.AckCounter](v); return ok },
+		"DeadLetters":    func(v any) bool { _, ok := pubsub.As[admin.DeadLetters](v); return ok },
+		"Stater":         func(v any) bool { _, ok := pubsub.As[admin.Stater](v); return ok },
+		"Peeker":         func(v any) bool { _, ok := pubsub.As[admin.Peeker](v); return ok },
+		"Canceler":       func(v any) bool { _, ok := pubsub.As[admin.Canceler](v); return ok },
+		"DeadDeleter":    func(v any) bool { _, ok := pubsub.As[admin.DeadDeleter](v); return ok },
+		"Pauser":         func(v any) bool { _, ok := pubsub.As[admin.Pauser](v); return ok },
+		"AckCounter":     func(v any) bool { _, ok := pubsub.As[admin.AckCounter](v); return ok },
 		"Inbox":          func(v any) bool { _, ok := pubsub.As[pubsub.Inbox](v); return ok },
 	} {
 		if has(tp) {
@@ -79,13 +81,13 @@ func TestAbilitiesFollowTheStore(t *testing.T) {
 			t.Errorf("pubsub.As[%s] through a wrapper of a store without it: true", name)
 		}
 	}
-	if _, ok := pubsub.As[pubsub.RetryReporter](tp); !ok {
+	if _, ok := pubsub.As[wrap.RetryReporter](tp); !ok {
 		t.Error("pubsub.As[RetryReporter]: false, want the engine's own ability")
 	}
 	if _, ok := pubsub.As[pubsub.Subscriber](ps); ok {
 		t.Error("pubsub.As[Subscriber] on a store without subscriptions: true")
 	}
-	if _, ok := pubsub.As[pubsub.TopicLister](ps); ok {
+	if _, ok := pubsub.As[admin.TopicLister](ps); ok {
 		t.Error("pubsub.As[TopicLister] on a store without a topic list: true")
 	}
 
@@ -94,7 +96,7 @@ func TestAbilitiesFollowTheStore(t *testing.T) {
 	direct := tp.(interface {
 		pubsub.BatchEnqueuer
 		pubsub.Delayer
-		pubsub.Stater
+		admin.Stater
 	})
 	if err := direct.EnqueueBatch(ctx, [][]byte{[]byte("x")}); !errors.Is(err, pubsub.ErrUnsupported) {
 		t.Errorf("EnqueueBatch on a store without batches: %v, want ErrUnsupported", err)

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// gate is a PubSub's quiesce gate (pubsub.Quiescer). While it is shut,
+// gate is a PubSub's quiesce gate (admin.Quiescer). While it is shut,
 // Dequeue waits instead of calling the store's Receive, and a Receive in
 // flight when it shuts is stopped: each handle's Receive gets a stopper,
 // a channel the gate closes when it shuts (and the handle when it
@@ -160,7 +161,7 @@ func (g *gate) forget(s *stopper) {
 }
 
 // Quiesce closes the quiesce gate and waits until no delivery is in hand:
-// each was settled, or its lease ran out (see pubsub.Quiescer).
+// each was settled, or its lease ran out (see admin.Quiescer).
 func (ps *PubSub) Quiesce(ctx context.Context) error {
 	if err := ps.usable(ctx, "quiesce"); err != nil {
 		return err
@@ -193,7 +194,7 @@ func (ps *PubSub) Quiesce(ctx context.Context) error {
 			if ps.closed.Load() {
 				return fmt.Errorf("%s: quiesce: %w", ps.name, pubsub.ErrClosed)
 			}
-			return fmt.Errorf("%s: quiesce: %d deliveries in hand: %w", ps.name, max(ps.gate.held.Load(), 0), pubsub.ErrResumed)
+			return fmt.Errorf("%s: quiesce: %d deliveries in hand: %w", ps.name, max(ps.gate.held.Load(), 0), admin.ErrResumed)
 		case <-ctx.Done():
 			return fmt.Errorf("%s: quiesce: the gate stays closed, %d deliveries in hand: %w", ps.name, max(ps.gate.held.Load(), 0), ctx.Err())
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 )
@@ -105,7 +106,7 @@ func TestGateGivesBackALateDelivery(t *testing.T) {
 				got <- m
 			}()
 			<-store.waiting
-			if err := pubsub.Quiesce(ctx, ps); err != nil {
+			if err := admin.Quiesce(ctx, ps); err != nil {
 				t.Fatalf("Quiesce: %v", err)
 			}
 			select {
@@ -121,7 +122,7 @@ func TestGateGivesBackALateDelivery(t *testing.T) {
 				t.Fatalf("Dequeue returned %v while quiesced", m)
 			case <-time.After(100 * time.Millisecond):
 			}
-			if err := pubsub.ResumeConsumers(ctx, ps); err != nil {
+			if err := admin.ResumeConsumers(ctx, ps); err != nil {
 				t.Fatal(err)
 			}
 			m := <-got

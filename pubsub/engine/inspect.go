@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The optional abilities of a handle: each checks the handle, calls the
@@ -14,19 +15,19 @@ import (
 // topic.Forwards).
 
 var (
-	_ pubsub.DeadLetters = (*topic)(nil)
-	_ pubsub.Stater      = (*topic)(nil)
-	_ pubsub.Peeker      = (*topic)(nil)
-	_ pubsub.Canceler    = (*topic)(nil)
-	_ pubsub.DeadDeleter = (*topic)(nil)
-	_ pubsub.Pauser      = (*topic)(nil)
-	_ pubsub.AckCounter  = (*topic)(nil)
-	_ pubsub.Inbox       = (*topic)(nil)
+	_ admin.DeadLetters = (*topic)(nil)
+	_ admin.Stater      = (*topic)(nil)
+	_ admin.Peeker      = (*topic)(nil)
+	_ admin.Canceler    = (*topic)(nil)
+	_ admin.DeadDeleter = (*topic)(nil)
+	_ admin.Pauser      = (*topic)(nil)
+	_ admin.AckCounter  = (*topic)(nil)
+	_ pubsub.Inbox      = (*topic)(nil)
 )
 
 // ListDead returns up to limit dead messages (all if limit <= 0), oldest
 // death first.
-func (t *topic) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
+func (t *topic) ListDead(ctx context.Context, limit int) ([]admin.DeadMessage, error) {
 	if err := t.able(t.caps.dead != nil, "dead letters"); err != nil {
 		return nil, err
 	}
@@ -61,31 +62,31 @@ func (t *topic) PurgeDead(ctx context.Context) (int, error) {
 }
 
 // Stats counts the subscription's messages.
-func (t *topic) Stats(ctx context.Context) (pubsub.Stats, error) {
+func (t *topic) Stats(ctx context.Context) (admin.Stats, error) {
 	if err := t.able(t.caps.stats != nil, "stats"); err != nil {
-		return pubsub.Stats{}, err
+		return admin.Stats{}, err
 	}
 	s, err := t.caps.stats.Stats(ctx)
 	return s, t.wrap(ctx, "stats", err)
 }
 
 // Peek returns a page of the subscription's messages in opts.State.
-func (t *topic) Peek(ctx context.Context, opts pubsub.PeekOptions) (pubsub.PeekPage, error) {
+func (t *topic) Peek(ctx context.Context, opts admin.PeekOptions) (admin.PeekPage, error) {
 	if err := t.able(t.caps.peek != nil, "peek"); err != nil {
-		return pubsub.PeekPage{}, err
+		return admin.PeekPage{}, err
 	}
 	opts, err := opts.Normalized()
 	if err != nil {
-		return pubsub.PeekPage{}, err
+		return admin.PeekPage{}, err
 	}
 	p, err := t.caps.peek.Peek(ctx, opts)
 	return p, t.wrap(ctx, fmt.Sprintf("peek %s messages", opts.State), err)
 }
 
 // Message returns the message id of the subscription and its data.
-func (t *topic) Message(ctx context.Context, id string) (pubsub.MessageInfo, []byte, error) {
+func (t *topic) Message(ctx context.Context, id string) (admin.MessageInfo, []byte, error) {
 	if err := t.able(t.caps.peek != nil, "peek"); err != nil {
-		return pubsub.MessageInfo{}, nil, err
+		return admin.MessageInfo{}, nil, err
 	}
 	info, data, err := t.caps.peek.Message(ctx, id)
 	return info, data, t.wrapID(ctx, "message", id, err)
@@ -107,7 +108,7 @@ func (t *topic) DeleteDead(ctx context.Context, id string) error {
 	return t.wrapID(ctx, "delete dead", id, t.caps.delDead.DeleteDead(ctx, id))
 }
 
-// Pause pauses the handle's subscription (see pubsub.Pauser).
+// Pause pauses the handle's subscription (see admin.Pauser).
 func (t *topic) Pause(ctx context.Context) error {
 	if err := t.pausable(ctx); err != nil {
 		return err
@@ -140,7 +141,7 @@ func (t *topic) pausable(ctx context.Context) error {
 }
 
 // AckedSince counts the acks of the handle's subscription at or after
-// since (see pubsub.AckCounter).
+// since (see admin.AckCounter).
 func (t *topic) AckedSince(ctx context.Context, since time.Time) (int64, error) {
 	if err := t.able(t.caps.acks != nil, "counting acks"); err != nil {
 		return 0, err

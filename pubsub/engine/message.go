@@ -9,6 +9,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // message is one delivery, as the engine hands it out: the store's
@@ -31,11 +32,11 @@ const (
 )
 
 var (
-	_ backend.Message       = (*message)(nil)
-	_ pubsub.IDAppender     = (*message)(nil)
-	_ pubsub.Headerer       = (*message)(nil)
-	_ pubsub.ContextCarrier = (*message)(nil)
-	_ pubsub.Forwarder      = (*message)(nil)
+	_ backend.Message     = (*message)(nil)
+	_ wrap.IDAppender     = (*message)(nil)
+	_ pubsub.Headerer     = (*message)(nil)
+	_ wrap.ContextCarrier = (*message)(nil)
+	_ wrap.Forwarder      = (*message)(nil)
 )
 
 func (m *message) ID() string            { return m.Delivery.Msg.ID() }
@@ -43,7 +44,7 @@ func (m *message) Data() []byte          { return m.Delivery.Data }
 func (m *message) Header() pubsub.Header { return m.Delivery.Header }
 func (m *message) Attempt() int          { return m.Delivery.Attempt }
 
-// AppendID appends m.ID() to b (pubsub.IDAppender).
+// AppendID appends m.ID() to b (wrap.IDAppender).
 func (m *message) AppendID(b []byte) []byte {
 	if a, ok := m.Delivery.Msg.(driver.IDAppender); ok {
 		return a.AppendID(b)
@@ -52,7 +53,7 @@ func (m *message) AppendID(b []byte) []byte {
 }
 
 // Context returns ctx carrying the delivery's handling context, as its
-// Observation says (see pubsub.ContextCarrier); without one, ctx.
+// Observation says (see wrap.ContextCarrier); without one, ctx.
 func (m *message) Context(ctx context.Context) context.Context {
 	if o, ok := m.Hook.(Observation); ok {
 		return o.Context(ctx)
@@ -60,11 +61,11 @@ func (m *message) Context(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Forwards reports pubsub.ContextCarrier when the delivery has no
+// Forwards reports wrap.ContextCarrier when the delivery has no
 // Observation: pubsub.As then does not find it, and
 // pubsub.HandlingContext costs nothing.
 func (m *message) Forwards(ability any) bool {
-	_, ok := ability.(*pubsub.ContextCarrier)
+	_, ok := ability.(*wrap.ContextCarrier)
 	return ok && m.Hook == nil
 }
 

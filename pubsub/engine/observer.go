@@ -10,16 +10,16 @@ import (
 // attaches to an engine, instead of wrapping its handles. Each func, when
 // set, is called on the caller's goroutine and must not block.
 //
-// With StartEnqueue set, the engine's handles are pubsub.EnqueueStarter;
-// with Delivered set, its messages are pubsub.ContextCarrier. Without,
-// pubsub.As finds neither on them (pubsub.Forwarder), so that a caller
+// With StartEnqueue set, the engine's handles are wrap.EnqueueStarter;
+// with Delivered set, its messages are wrap.ContextCarrier. Without,
+// pubsub.As finds neither on them (wrap.Forwarder), so that a caller
 // pays nothing for an Observer nobody set.
 type Observer struct {
 	// StartEnqueue is called as an enqueue starts, before its checks. The
 	// enqueue goes on with the ctx it returns, so that a header it adds
 	// there (pubsub.WithHeader: a trace context) is its messages'; end is
 	// called once with the outcome. An enqueue called with the ctx of the
-	// handle's own StartEnqueue (pubsub.StartEnqueue) is observed by that
+	// handle's own StartEnqueue (wrap.StartEnqueue) is observed by that
 	// one only.
 	StartEnqueue func(ctx context.Context, e Enqueue) (context.Context, func(EnqueueEnd))
 	// Delivered is called for each delivery a Dequeue hands out. What it

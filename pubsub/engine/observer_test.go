@@ -10,6 +10,7 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/engine"
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // recorder is an Observer that writes down what it hears, adds a header
@@ -121,7 +122,7 @@ func TestObserverStartEnqueue(t *testing.T) {
 	ctx := context.Background()
 	var r recorder
 	tp := newMini(t, engine.Options{Observer: r.observer()}).Topic("seen")
-	sctx, end := pubsub.StartEnqueue(ctx, tp, 2)
+	sctx, end := wrap.StartEnqueue(ctx, tp, 2)
 	for _, d := range []string{"a", "b"} {
 		if err := tp.Enqueue(sctx, []byte(d)); err != nil {
 			t.Fatal(err)
@@ -162,15 +163,15 @@ func TestNoObserverNoHooks(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, got := range map[string]bool{
-				"EnqueueStarter":         has[pubsub.EnqueueStarter](tp),
-				"EnqueueStarter wrapped": has[pubsub.EnqueueStarter](wrapper{tp}),
-				"ContextCarrier":         has[pubsub.ContextCarrier](m),
+				"EnqueueStarter":         has[wrap.EnqueueStarter](tp),
+				"EnqueueStarter wrapped": has[wrap.EnqueueStarter](wrapper{tp}),
+				"ContextCarrier":         has[wrap.ContextCarrier](m),
 			} {
 				if got != c.want {
 					t.Errorf("pubsub.As[%s] = %v, want %v", name, got, c.want)
 				}
 			}
-			if !has[pubsub.IDAppender](m) || !has[pubsub.Attempter](m) {
+			if !has[wrap.IDAppender](m) || !has[pubsub.Attempter](m) {
 				t.Error("the message's other abilities are not found")
 			}
 			if err := m.Ack(ctx); err != nil {

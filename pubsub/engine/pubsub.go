@@ -10,7 +10,9 @@ import (
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/internal/failhook"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // PubSub is a pubsub.PubSub over a driver.Store. Make it with New; a
@@ -38,9 +40,9 @@ var (
 	_ pubsub.PubSub         = (*PubSub)(nil)
 	_ pubsub.Subscriber     = (*PubSub)(nil)
 	_ pubsub.SubscriberWith = (*PubSub)(nil)
-	_ pubsub.TopicLister    = (*PubSub)(nil)
-	_ pubsub.Forwarder      = (*PubSub)(nil)
-	_ pubsub.Quiescer       = (*PubSub)(nil)
+	_ admin.TopicLister     = (*PubSub)(nil)
+	_ wrap.Forwarder        = (*PubSub)(nil)
+	_ admin.Quiescer        = (*PubSub)(nil)
 )
 
 // New opens store and returns the PubSub over it, or an error naming the
@@ -131,8 +133,8 @@ func (ps *PubSub) DeleteSubscription(ctx context.Context, topic, sub string) err
 	return nil
 }
 
-// Topics lists the topics the store keeps (see pubsub.TopicLister).
-func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+// Topics lists the topics the store keeps (see admin.TopicLister).
+func (ps *PubSub) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
 	if err := ps.usable(ctx, "topics"); err != nil {
 		return nil, err
 	}
@@ -147,12 +149,12 @@ func (ps *PubSub) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 }
 
 // Forwards reports the PubSub abilities its store lacks: pubsub.As then
-// finds none of them on it (pubsub.Forwarder; nothing is below it).
+// finds none of them on it (wrap.Forwarder; nothing is below it).
 func (ps *PubSub) Forwards(ability any) bool {
 	switch ability.(type) {
 	case *pubsub.Subscriber, *pubsub.SubscriberWith:
 		return ps.subs == nil
-	case *pubsub.TopicLister:
+	case *admin.TopicLister:
 		return ps.lister == nil
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // topic is one handle on a subscription of a topic: its enqueues publish
@@ -29,10 +30,10 @@ type topic struct {
 }
 
 var (
-	_ backend.Topic         = (*topic)(nil)
-	_ pubsub.OwnedEnqueuer  = (*topic)(nil)
-	_ pubsub.EnqueueStarter = (*topic)(nil)
-	_ pubsub.Forwarder      = (*topic)(nil)
+	_ backend.Topic       = (*topic)(nil)
+	_ wrap.OwnedEnqueuer  = (*topic)(nil)
+	_ wrap.EnqueueStarter = (*topic)(nil)
+	_ wrap.Forwarder      = (*topic)(nil)
 )
 
 // newHandle returns a handle on subscription sub of topic name, one that
@@ -72,7 +73,7 @@ func (t *topic) Enqueue(ctx context.Context, data []byte) error {
 }
 
 // EnqueueOwned is Enqueue of data handed over by the caller, who never
-// writes it again (pubsub.OwnedEnqueuer): the store may keep it uncopied.
+// writes it again (wrap.OwnedEnqueuer): the store may keep it uncopied.
 func (t *topic) EnqueueOwned(ctx context.Context, data []byte) error {
 	_, err := t.publish(ctx, OpEnqueue, driver.Outgoing{Data: data, Owned: true})
 	return err
@@ -104,7 +105,7 @@ func (t *topic) EnqueueUnique(ctx context.Context, key string, data []byte) (boo
 type startedKey struct{}
 
 // StartEnqueue starts the Observer's observation of an enqueue of n
-// messages (see pubsub.EnqueueStarter): the event package calls it before
+// messages (see wrap.EnqueueStarter): the event package calls it before
 // it encodes events, so that each carries the header the Observer adds.
 // Without Observer.StartEnqueue it returns ctx and an end that does
 // nothing, and pubsub.As does not find it (Forwards).
@@ -147,7 +148,7 @@ func (t *topic) send(ctx context.Context, m driver.Outgoing) (bool, error) {
 	if err := t.check(); err != nil {
 		return false, err
 	}
-	if err := pubsub.CheckSize(m.Data, t.ps.maxSize); err != nil {
+	if err := checkSize(m.Data, t.ps.maxSize); err != nil {
 		return false, fmt.Errorf("%s: enqueue on topic %q: %w", t.ps.name, t.name, err)
 	}
 	var err error
@@ -186,7 +187,7 @@ func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
 		return err
 	}
 	for i, d := range data {
-		if err := pubsub.CheckSize(d, t.ps.maxSize); err != nil {
+		if err := checkSize(d, t.ps.maxSize); err != nil {
 			return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
 		}
 	}
@@ -207,11 +208,11 @@ func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
 // it asks for a transaction the store cannot take part in: enqueueing
 // anyway would lose the atomicity the caller asked for.
 func (t *topic) enqueueContext(ctx context.Context) (pubsub.Header, any, error) {
-	tx := pubsub.TxFrom(ctx)
+	tx := driver.TxFrom(ctx)
 	if tx != nil && !t.ps.features.Has(driver.Tx) {
 		return nil, nil, fmt.Errorf("%s: enqueue on topic %q in a transaction (%T): the backend cannot take part in one: %w", t.ps.name, t.name, tx, pubsub.ErrUnsupported)
 	}
-	h, err := pubsub.HeaderFrom(ctx)
+	h, err := wrap.HeaderFrom(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: enqueue on topic %q: %w", t.ps.name, t.name, err)
 	}
@@ -305,7 +306,7 @@ func (t *topic) Close() error {
 }
 
 // RetryPolicy returns the retry policy of the handle's messages (see
-// pubsub.RetryReporter): its subscription's once known (a handle of
+// wrap.RetryReporter): its subscription's once known (a handle of
 // Subscribe knows it; one of Topic learns it at its first Nack), the
 // PubSub's until then.
 func (t *topic) RetryPolicy() pubsub.RetryPolicy {
@@ -317,11 +318,11 @@ func (t *topic) RetryPolicy() pubsub.RetryPolicy {
 
 // Forwards reports the abilities the handle's store lacks: pubsub.As then
 // finds none of them on it, nor on a wrapper that forwards them
-// (pubsub.Forwarder), while the handle's own methods return
-// pubsub.ErrUnsupported. It reports pubsub.EnqueueStarter too, unless
+// (wrap.Forwarder), while the handle's own methods return
+// pubsub.ErrUnsupported. It reports wrap.EnqueueStarter too, unless
 // the Observer starts enqueues.
 func (t *topic) Forwards(ability any) bool {
-	if _, ok := ability.(*pubsub.EnqueueStarter); ok {
+	if _, ok := ability.(*wrap.EnqueueStarter); ok {
 		return t.ps.obs.StartEnqueue == nil
 	}
 	return !t.caps.has(ability)
@@ -347,4 +348,13 @@ func (t *topic) wrap(ctx context.Context, op string, err error) error {
 		return t.closedErr()
 	}
 	return fmt.Errorf("%s: %s on %s: %w", t.ps.name, op, t.label, err)
+}
+
+// checkSize returns an error wrapping pubsub.ErrTooLarge when data is
+// longer than limit bytes.
+func checkSize(data []byte, limit int) error {
+	if len(data) > limit {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", pubsub.ErrTooLarge, len(data), limit)
+	}
+	return nil
 }

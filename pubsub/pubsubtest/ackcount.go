@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
-// The cases of counting acks (pubsub.AckCounter).
+// The cases of counting acks (admin.AckCounter).
 var ackCountCases = []testCase{
 	{"AckCount", testAckCount},
 	{"AckCountIsPerSubscription", testAckCountPerSubscription},
@@ -22,14 +23,14 @@ const clockMargin = 2 * time.Second
 
 func needAckCount(t *testing.T, h Harness) {
 	t.Helper()
-	need(t, h.Abilities.AckCount, "counting acks (pubsub.AckCounter)")
+	need(t, h.Abilities.AckCount, "counting acks (admin.AckCounter)")
 }
 
 // wantAcked checks that AckedSince(since) of tp is want (what names tp
 // in a failure).
 func wantAcked(t *testing.T, tp pubsub.Topic, what string, since time.Time, want int64) {
 	t.Helper()
-	got, err := pubsub.AckedSince(context.Background(), tp, since)
+	got, err := admin.AckedSince(context.Background(), tp, since)
 	if err != nil || got != want {
 		t.Fatalf("AckedSince(%s) of %s = %d, %v; want %d, nil", since.Format(time.RFC3339Nano), what, got, err, want)
 	}
@@ -79,13 +80,13 @@ func testAckCountPerSubscription(t *testing.T, h Harness) {
 	wantAcked(t, a, "subscription a", before, 2)
 }
 
-// testAckCountUnsupported: without the ability, pubsub.AckedSince says
+// testAckCountUnsupported: without the ability, admin.AckedSince says
 // so rather than count nothing.
 func testAckCountUnsupported(t *testing.T, h Harness) {
 	if h.Abilities.AckCount {
-		t.Skip("the harness declares counting acks (pubsub.AckCounter): see AckCount")
+		t.Skip("the harness declares counting acks (admin.AckCounter): see AckCount")
 	}
 	tp := open(t, newPubSub(t, h, Config{}), "ack-count-unsupported")
-	_, err := pubsub.AckedSince(context.Background(), tp, time.Now())
-	wantErr(t, "AckedSince of a backend without pubsub.AckCounter", err, pubsub.ErrUnsupported)
+	_, err := admin.AckedSince(context.Background(), tp, time.Now())
+	wantErr(t, "AckedSince of a backend without admin.AckCounter", err, pubsub.ErrUnsupported)
 }

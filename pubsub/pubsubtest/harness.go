@@ -43,8 +43,8 @@ type Abilities struct {
 	// window, and the suite checks that a key is refused within it and
 	// taken again once it has passed.
 	UniqueWindow time.Duration
-	DeadLetters  bool // Topic: pubsub.DeadLetters
-	Stats        bool // Topic: pubsub.Stater
+	DeadLetters  bool // Topic: admin.DeadLetters
+	Stats        bool // Topic: admin.Stater
 	// OldestReady: Stats.OldestReady says how long the oldest ready
 	// message has waited (a backend that does not track it reports 0).
 	OldestReady bool
@@ -55,19 +55,19 @@ type Abilities struct {
 	Reject      bool // Message: pubsub.Rejecter
 
 	Subscriptions bool // PubSub: pubsub.Subscriber
-	// Quiesce: PubSub: pubsub.Quiescer, the quiesce gate. Every backend
+	// Quiesce: PubSub: admin.Quiescer, the quiesce gate. Every backend
 	// on pubsub/engine has it. Not in AllMessageAbilities: a backend
 	// that implements pubsub itself declares it when it has the gate.
 	Quiesce bool
 
 	// Inspection (pubsub/inspect.go).
-	TopicList bool // PubSub: pubsub.TopicLister
-	Peek      bool // Topic: pubsub.Peeker (every state, and Message)
-	Cancel    bool // Topic: pubsub.Canceler
-	// DeleteDead: Topic: pubsub.DeadDeleter.
+	TopicList bool // PubSub: admin.TopicLister
+	Peek      bool // Topic: admin.Peeker (every state, and Message)
+	Cancel    bool // Topic: admin.Canceler
+	// DeleteDead: Topic: admin.DeadDeleter.
 	DeleteDead bool
-	Pause      bool // Topic: pubsub.Pauser
-	AckCount   bool // Topic: pubsub.AckCounter
+	Pause      bool // Topic: admin.Pauser
+	AckCount   bool // Topic: admin.AckCounter
 	// FailureHook: the backend hands Config.OnFailure each message that
 	// goes dead (pubsub.Dead), with its cause. Not in
 	// AllMessageAbilities: a harness declares it when it passes

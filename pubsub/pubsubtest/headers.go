@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // The cases of message headers (pubsub.WithHeader, pubsub.MessageHeader):
@@ -63,7 +65,7 @@ func enqueueCalls(h Harness, tp pubsub.Topic, delay time.Duration) map[string]fu
 	}
 	// As, not FindSpeedup: through a wrapper without the speed-up, the
 	// backend's own EnqueueOwned is checked too.
-	if o, ok := pubsub.As[pubsub.OwnedEnqueuer](tp); ok {
+	if o, ok := pubsub.As[wrap.OwnedEnqueuer](tp); ok {
 		calls["EnqueueOwned"] = func(ctx context.Context, d string) error { return o.EnqueueOwned(ctx, []byte(d)) }
 	}
 	if h.Abilities.Delay {
@@ -229,7 +231,7 @@ func testHeaderRedelivery(t *testing.T, h Harness) {
 // testHeaderDead: a dead message keeps its header, and a re-queued one is
 // delivered with it.
 func testHeaderDead(t *testing.T, h Harness) {
-	need(t, h.Abilities.DeadLetters && h.Abilities.Reject, "dead letters and reject (pubsub.DeadLetters, pubsub.Rejecter)")
+	need(t, h.Abilities.DeadLetters && h.Abilities.Reject, "dead letters and reject (admin.DeadLetters, pubsub.Rejecter)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "header-dead")
 	hdr := pubsub.Header{"tenant": "acme", "spaces": " kept "}
@@ -256,7 +258,7 @@ func testHeaderDead(t *testing.T, h Harness) {
 			t.Fatalf("ListDead: %q has header %v, want %v", d.Data, d.Header, want)
 		}
 	}
-	if err := pubsub.RequeueDead(ctx, tp, id); err != nil {
+	if err := admin.RequeueDead(ctx, tp, id); err != nil {
 		t.Fatalf("RequeueDead: %v", err)
 	}
 	m := dequeue(t, tp)
@@ -265,7 +267,7 @@ func testHeaderDead(t *testing.T, h Harness) {
 	if err := pubsub.Reject(ctx, m, errors.New("again")); err != nil {
 		t.Fatalf("Reject: %v", err)
 	}
-	if n, err := pubsub.RequeueAllDead(ctx, tp); err != nil || n != 2 {
+	if n, err := admin.RequeueAllDead(ctx, tp); err != nil || n != 2 {
 		t.Fatalf("RequeueAllDead = %d, %v; want 2, nil", n, err)
 	}
 	wantHeaders(t, "after RequeueAllDead", dequeueAll(t, tp, 2), map[string]pubsub.Header{"one": hdr, "none": nil})
@@ -352,11 +354,11 @@ func testHeaderInvalid(t *testing.T, h Harness) {
 	}
 	expectNone(t, tp, 200*time.Millisecond)
 	if h.Abilities.Stats {
-		s, err := pubsub.TopicStats(context.Background(), tp)
+		s, err := admin.TopicStats(context.Background(), tp)
 		if err != nil {
 			t.Fatalf("Stats: %v", err)
 		}
-		if s != (pubsub.Stats{}) {
+		if s != (admin.Stats{}) {
 			t.Fatalf("Stats after the refused enqueues = %+v, want nothing kept", s)
 		}
 	}

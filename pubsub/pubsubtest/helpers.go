@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // patience bounds every wait for something that should happen; it is long
@@ -139,9 +140,9 @@ func closeBackend(t *testing.T, ps pubsub.PubSub) {
 	}
 }
 
-func deadLetters(t *testing.T, tp pubsub.Topic) []pubsub.DeadMessage {
+func deadLetters(t *testing.T, tp pubsub.Topic) []admin.DeadMessage {
 	t.Helper()
-	dead, err := pubsub.ListDead(context.Background(), tp, 0)
+	dead, err := admin.ListDead(context.Background(), tp, 0)
 	if err != nil {
 		t.Fatalf("ListDead: %v", err)
 	}

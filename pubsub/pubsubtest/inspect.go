@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // inspectCases check the inspection abilities (pubsub/inspect.go): topics
@@ -25,9 +26,9 @@ var inspectCases = []testCase{
 	{"InspectDeleteDead", testDeleteDead},
 }
 
-func peek(t *testing.T, tp pubsub.Topic, opts pubsub.PeekOptions) pubsub.PeekPage {
+func peek(t *testing.T, tp pubsub.Topic, opts admin.PeekOptions) admin.PeekPage {
 	t.Helper()
-	p, err := pubsub.Peek(context.Background(), tp, opts)
+	p, err := admin.Peek(context.Background(), tp, opts)
 	if err != nil {
 		t.Fatalf("Peek(%+v): %v", opts, err)
 	}
@@ -35,9 +36,9 @@ func peek(t *testing.T, tp pubsub.Topic, opts pubsub.PeekOptions) pubsub.PeekPag
 }
 
 // peekOne peeks state and wants exactly one message.
-func peekOne(t *testing.T, tp pubsub.Topic, state pubsub.MessageState) pubsub.MessageInfo {
+func peekOne(t *testing.T, tp pubsub.Topic, state admin.MessageState) admin.MessageInfo {
 	t.Helper()
-	p := peek(t, tp, pubsub.PeekOptions{State: state})
+	p := peek(t, tp, admin.PeekOptions{State: state})
 	if len(p.Messages) != 1 || p.Next != "" {
 		t.Fatalf("Peek(%s): %d messages, next %q; want 1 and no next page: %+v", state, len(p.Messages), p.Next, p.Messages)
 	}
@@ -48,12 +49,12 @@ func peekOne(t *testing.T, tp pubsub.Topic, state pubsub.MessageState) pubsub.Me
 }
 
 func testListTopics(t *testing.T, h Harness) {
-	need(t, h.Abilities.TopicList, "listing topics (pubsub.TopicLister)")
+	need(t, h.Abilities.TopicList, "listing topics (admin.TopicLister)")
 	ctx := context.Background()
 	ps := newPubSub(t, h, Config{})
 	enqueue(t, open(t, ps, "topic-b"), "x")
 	enqueue(t, open(t, ps, "topic-a"), "y")
-	want := []pubsub.TopicInfo{{Name: "topic-a", Subscriptions: []string{}}, {Name: "topic-b", Subscriptions: []string{}}}
+	want := []admin.TopicInfo{{Name: "topic-a", Subscriptions: []string{}}, {Name: "topic-b", Subscriptions: []string{}}}
 	if h.Abilities.Subscriptions {
 		for _, sub := range []string{"sub-y", "sub-x"} {
 			tp, err := pubsub.Subscribe(ctx, ps, "topic-c", sub)
@@ -62,13 +63,13 @@ func testListTopics(t *testing.T, h Harness) {
 			}
 			t.Cleanup(func() { _ = tp.Close() })
 		}
-		want = append(want, pubsub.TopicInfo{Name: "topic-c", Subscriptions: []string{"sub-x", "sub-y"}})
+		want = append(want, admin.TopicInfo{Name: "topic-c", Subscriptions: []string{"sub-x", "sub-y"}})
 	}
-	got, err := pubsub.ListTopics(ctx, ps)
+	got, err := admin.ListTopics(ctx, ps)
 	if err != nil {
 		t.Fatalf("ListTopics: %v", err)
 	}
-	if !slices.EqualFunc(got, want, func(a, b pubsub.TopicInfo) bool {
+	if !slices.EqualFunc(got, want, func(a, b admin.TopicInfo) bool {
 		return a.Name == b.Name && slices.Equal(a.Subscriptions, b.Subscriptions)
 	}) {
 		t.Fatalf("ListTopics = %+v, want %+v", got, want)
@@ -101,10 +102,10 @@ func peekedTopic(t *testing.T, h Harness, name string) (tp pubsub.Topic, dead, b
 }
 
 func testPeekStates(t *testing.T, h Harness) {
-	need(t, h.Abilities.Peek && h.Abilities.Delay && h.Abilities.Reject, "peek, delay and reject (pubsub.Peeker, pubsub.Delayer, pubsub.Rejecter)")
+	need(t, h.Abilities.Peek && h.Abilities.Delay && h.Abilities.Reject, "peek, delay and reject (admin.Peeker, pubsub.Delayer, pubsub.Rejecter)")
 	start := time.Now()
 	tp, dead, busy := peekedTopic(t, h, "peek-states")
-	wantInfo := func(m pubsub.MessageInfo, data string) {
+	wantInfo := func(m admin.MessageInfo, data string) {
 		t.Helper()
 		if m.Size != len(data) || string(m.Preview) != data {
 			t.Fatalf("message %s: size %d, preview %q; want %d, %q", m.ID, m.Size, m.Preview, len(data), data)
@@ -114,13 +115,13 @@ func testPeekStates(t *testing.T, h Harness) {
 		}
 	}
 
-	ready := peekOne(t, tp, pubsub.StateReady)
+	ready := peekOne(t, tp, admin.StateReady)
 	wantInfo(ready, "now")
 	if ready.Header["tenant"] != "t1" || ready.Attempts != 0 {
 		t.Fatalf("ready message: header %v, attempts %d; want tenant t1, 0 attempts", ready.Header, ready.Attempts)
 	}
 
-	later := peekOne(t, tp, pubsub.StateScheduled)
+	later := peekOne(t, tp, admin.StateScheduled)
 	wantInfo(later, "later")
 	if d := time.Until(later.RunAt); d < 50*time.Minute || d > 70*time.Minute {
 		t.Fatalf("scheduled message: run at %v, want in an hour", later.RunAt)
@@ -129,7 +130,7 @@ func testPeekStates(t *testing.T, h Harness) {
 		t.Fatalf("scheduled message: header %v, want none", later.Header)
 	}
 
-	proc := peekOne(t, tp, pubsub.StateProcessing)
+	proc := peekOne(t, tp, admin.StateProcessing)
 	wantInfo(proc, "busy")
 	if proc.ID != busy.ID() || !proc.RunAt.After(start) {
 		t.Fatalf("processing message: %s until %v, want %s leased until after %v", proc.ID, proc.RunAt, busy.ID(), start)
@@ -138,18 +139,18 @@ func testPeekStates(t *testing.T, h Harness) {
 		t.Fatalf("processing message: %d attempts, want 1", proc.Attempts)
 	}
 
-	d := peekOne(t, tp, pubsub.StateDead)
+	d := peekOne(t, tp, admin.StateDead)
 	wantInfo(d, "dead")
 	if d.ID != dead.ID() || !strings.Contains(d.LastError, "cannot decode") || d.RunAt.Before(start.Add(-time.Minute)) {
 		t.Fatalf("dead message: %+v, want %s, its reason, died after %v", d, dead.ID(), start)
 	}
-	if _, err := pubsub.Peek(context.Background(), tp, pubsub.PeekOptions{State: "lost"}); err == nil {
+	if _, err := admin.Peek(context.Background(), tp, admin.PeekOptions{State: "lost"}); err == nil {
 		t.Fatal("Peek of state \"lost\": no error")
 	}
 }
 
 func testPeekPages(t *testing.T, h Harness) {
-	need(t, h.Abilities.Peek, "peek (pubsub.Peeker)")
+	need(t, h.Abilities.Peek, "peek (admin.Peeker)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "peek-pages")
 	const n = 120
@@ -162,13 +163,13 @@ func testPeekPages(t *testing.T, h Harness) {
 	if err := tp.Enqueue(ctx, big); err != nil {
 		t.Fatalf("Enqueue: %v", err)
 	}
-	if p := peek(t, tp, pubsub.PeekOptions{State: pubsub.StateReady}); len(p.Messages) != pubsub.DefaultPeekLimit || p.Next == "" {
-		t.Fatalf("Peek without a limit: %d messages, next %q; want %d and a next page", len(p.Messages), p.Next, pubsub.DefaultPeekLimit)
+	if p := peek(t, tp, admin.PeekOptions{State: admin.StateReady}); len(p.Messages) != admin.DefaultPeekLimit || p.Next == "" {
+		t.Fatalf("Peek without a limit: %d messages, next %q; want %d and a next page", len(p.Messages), p.Next, admin.DefaultPeekLimit)
 	}
 	seen := map[string]bool{}
 	var pages int
 	for after := ""; ; pages++ {
-		p := peek(t, tp, pubsub.PeekOptions{State: pubsub.StateReady, Limit: 25, After: after})
+		p := peek(t, tp, admin.PeekOptions{State: admin.StateReady, Limit: 25, After: after})
 		if len(p.Messages) > 25 || (p.Next != "" && len(p.Messages) == 0) {
 			t.Fatalf("page %d: %d messages, next %q", pages, len(p.Messages), p.Next)
 		}
@@ -178,8 +179,8 @@ func testPeekPages(t *testing.T, h Harness) {
 			}
 			seen[m.ID] = true
 			if m.Size == len(big) {
-				if !bytes.Equal(m.Preview, big[:pubsub.PreviewSize]) {
-					t.Fatalf("preview of a %d-byte message: %d bytes, want its first %d", len(big), len(m.Preview), pubsub.PreviewSize)
+				if !bytes.Equal(m.Preview, big[:admin.PreviewSize]) {
+					t.Fatalf("preview of a %d-byte message: %d bytes, want its first %d", len(big), len(m.Preview), admin.PreviewSize)
 				}
 				continue
 			}
@@ -198,24 +199,24 @@ func testPeekPages(t *testing.T, h Harness) {
 	if len(want) != 0 || len(seen) != n+1 {
 		t.Fatalf("paging listed %d messages, want %d; missing: %d", len(seen), n+1, len(want))
 	}
-	_, err := pubsub.Peek(ctx, tp, pubsub.PeekOptions{State: pubsub.StateReady, After: "not a cursor"})
-	wantErr(t, "Peek after a bad cursor", err, pubsub.ErrInvalidCursor)
+	_, err := admin.Peek(ctx, tp, admin.PeekOptions{State: admin.StateReady, After: "not a cursor"})
+	wantErr(t, "Peek after a bad cursor", err, admin.ErrInvalidCursor)
 }
 
 func testMessageByID(t *testing.T, h Harness) {
-	need(t, h.Abilities.Peek && h.Abilities.Delay && h.Abilities.Reject, "peek, delay and reject (pubsub.Peeker, pubsub.Delayer, pubsub.Rejecter)")
+	need(t, h.Abilities.Peek && h.Abilities.Delay && h.Abilities.Reject, "peek, delay and reject (admin.Peeker, pubsub.Delayer, pubsub.Rejecter)")
 	ctx := context.Background()
 	tp, dead, busy := peekedTopic(t, h, "message-by-id")
-	ids := map[pubsub.MessageState]string{
-		pubsub.StateDead:       dead.ID(),
-		pubsub.StateProcessing: busy.ID(),
-		pubsub.StateReady:      peekOne(t, tp, pubsub.StateReady).ID,
-		pubsub.StateScheduled:  peekOne(t, tp, pubsub.StateScheduled).ID,
+	ids := map[admin.MessageState]string{
+		admin.StateDead:       dead.ID(),
+		admin.StateProcessing: busy.ID(),
+		admin.StateReady:      peekOne(t, tp, admin.StateReady).ID,
+		admin.StateScheduled:  peekOne(t, tp, admin.StateScheduled).ID,
 	}
-	data := map[pubsub.MessageState]string{pubsub.StateDead: "dead", pubsub.StateProcessing: "busy",
-		pubsub.StateReady: "now", pubsub.StateScheduled: "later"}
+	data := map[admin.MessageState]string{admin.StateDead: "dead", admin.StateProcessing: "busy",
+		admin.StateReady: "now", admin.StateScheduled: "later"}
 	for state, id := range ids {
-		info, got, err := pubsub.GetMessage(ctx, tp, id)
+		info, got, err := admin.GetMessage(ctx, tp, id)
 		if err != nil {
 			t.Fatalf("GetMessage(%s, the %s one): %v", id, state, err)
 		}
@@ -223,26 +224,26 @@ func testMessageByID(t *testing.T, h Harness) {
 			t.Fatalf("GetMessage(%s) = %+v, %q; want the %s message %q", id, info, got, state, data[state])
 		}
 	}
-	_, _, err := pubsub.GetMessage(ctx, tp, "no such id")
-	wantErr(t, "GetMessage of a malformed ID", err, pubsub.ErrInvalidID)
+	_, _, err := admin.GetMessage(ctx, tp, "no such id")
+	wantErr(t, "GetMessage of a malformed ID", err, admin.ErrInvalidID)
 	ack(t, busy)
-	_, _, err = pubsub.GetMessage(ctx, tp, busy.ID())
-	wantErr(t, "GetMessage of an acked message", err, pubsub.ErrNotFound)
-	_, _, err = pubsub.GetMessage(ctx, tp, "987654321")
-	wantErr(t, "GetMessage of an unknown ID", err, pubsub.ErrNotFound)
+	_, _, err = admin.GetMessage(ctx, tp, busy.ID())
+	wantErr(t, "GetMessage of an acked message", err, admin.ErrNotFound)
+	_, _, err = admin.GetMessage(ctx, tp, "987654321")
+	wantErr(t, "GetMessage of an unknown ID", err, admin.ErrNotFound)
 }
 
 func testCancel(t *testing.T, h Harness) {
 	need(t, h.Abilities.Cancel && h.Abilities.Peek && h.Abilities.Delay && h.Abilities.Reject,
-		"cancel, peek, delay and reject (pubsub.Canceler, pubsub.Peeker, pubsub.Delayer, pubsub.Rejecter)")
+		"cancel, peek, delay and reject (admin.Canceler, admin.Peeker, pubsub.Delayer, pubsub.Rejecter)")
 	ctx := context.Background()
 	tp, dead, busy := peekedTopic(t, h, "cancel")
-	ready, later := peekOne(t, tp, pubsub.StateReady), peekOne(t, tp, pubsub.StateScheduled)
+	ready, later := peekOne(t, tp, admin.StateReady), peekOne(t, tp, admin.StateScheduled)
 	if err := pubsub.EnqueueDelayed(ctx, tp, []byte("soon"), 300*time.Millisecond); err != nil {
 		t.Fatalf("EnqueueDelayed: %v", err)
 	}
 	var soon string
-	for _, m := range peek(t, tp, pubsub.PeekOptions{State: pubsub.StateScheduled}).Messages {
+	for _, m := range peek(t, tp, admin.PeekOptions{State: admin.StateScheduled}).Messages {
 		if string(m.Preview) == "soon" {
 			soon = m.ID
 		}
@@ -251,29 +252,29 @@ func testCancel(t *testing.T, h Harness) {
 		t.Fatal("Peek(scheduled) does not list a message delayed by 300 ms")
 	}
 	for _, id := range []string{ready.ID, later.ID, soon} {
-		if err := pubsub.Cancel(ctx, tp, id); err != nil {
+		if err := admin.Cancel(ctx, tp, id); err != nil {
 			t.Fatalf("Cancel(%s): %v", id, err)
 		}
-		_, _, err := pubsub.GetMessage(ctx, tp, id)
-		wantErr(t, "GetMessage of a cancelled message", err, pubsub.ErrNotFound)
+		_, _, err := admin.GetMessage(ctx, tp, id)
+		wantErr(t, "GetMessage of a cancelled message", err, admin.ErrNotFound)
 	}
-	wantErr(t, "Cancel of a cancelled message", pubsub.Cancel(ctx, tp, ready.ID), pubsub.ErrNotFound)
-	wantErr(t, "Cancel of a processing message", pubsub.Cancel(ctx, tp, busy.ID()), pubsub.ErrWrongState)
-	wantErr(t, "Cancel of a dead message", pubsub.Cancel(ctx, tp, dead.ID()), pubsub.ErrWrongState)
-	wantErr(t, "Cancel of an unknown ID", pubsub.Cancel(ctx, tp, "987654321"), pubsub.ErrNotFound)
-	wantErr(t, "Cancel of a malformed ID", pubsub.Cancel(ctx, tp, "no such id"), pubsub.ErrInvalidID)
+	wantErr(t, "Cancel of a cancelled message", admin.Cancel(ctx, tp, ready.ID), admin.ErrNotFound)
+	wantErr(t, "Cancel of a processing message", admin.Cancel(ctx, tp, busy.ID()), admin.ErrWrongState)
+	wantErr(t, "Cancel of a dead message", admin.Cancel(ctx, tp, dead.ID()), admin.ErrWrongState)
+	wantErr(t, "Cancel of an unknown ID", admin.Cancel(ctx, tp, "987654321"), admin.ErrNotFound)
+	wantErr(t, "Cancel of a malformed ID", admin.Cancel(ctx, tp, "no such id"), admin.ErrInvalidID)
 	// Neither the ready nor the scheduled one comes, even once due.
 	expectNone(t, tp, 600*time.Millisecond)
 	// The processing one was untouched.
 	ack(t, busy)
-	if s := peek(t, tp, pubsub.PeekOptions{State: pubsub.StateDead}); len(s.Messages) != 1 {
+	if s := peek(t, tp, admin.PeekOptions{State: admin.StateDead}); len(s.Messages) != 1 {
 		t.Fatalf("dead messages after the cancels: %d, want 1", len(s.Messages))
 	}
 }
 
 func testDeleteDead(t *testing.T, h Harness) {
 	need(t, h.Abilities.DeleteDead && h.Abilities.Reject && h.Abilities.DeadLetters,
-		"deleting one dead message, reject and dead letters (pubsub.DeadDeleter, pubsub.Rejecter, pubsub.DeadLetters)")
+		"deleting one dead message, reject and dead letters (admin.DeadDeleter, pubsub.Rejecter, admin.DeadLetters)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "delete-dead")
 	enqueue(t, tp, "x", "y")
@@ -286,16 +287,16 @@ func testDeleteDead(t *testing.T, h Harness) {
 		}
 	}
 	enqueue(t, tp, "alive")
-	if err := pubsub.DeleteDead(ctx, tp, ids[0]); err != nil {
+	if err := admin.DeleteDead(ctx, tp, ids[0]); err != nil {
 		t.Fatalf("DeleteDead(%s): %v", ids[0], err)
 	}
 	if dead := deadLetters(t, tp); len(dead) != 1 || dead[0].ID != ids[1] {
 		t.Fatalf("ListDead after deleting %s: %+v, want %s alone", ids[0], dead, ids[1])
 	}
-	wantErr(t, "DeleteDead of a deleted message", pubsub.DeleteDead(ctx, tp, ids[0]), pubsub.ErrNotFound)
-	wantErr(t, "DeleteDead of a malformed ID", pubsub.DeleteDead(ctx, tp, "no such id"), pubsub.ErrInvalidID)
+	wantErr(t, "DeleteDead of a deleted message", admin.DeleteDead(ctx, tp, ids[0]), admin.ErrNotFound)
+	wantErr(t, "DeleteDead of a malformed ID", admin.DeleteDead(ctx, tp, "no such id"), admin.ErrInvalidID)
 	m := dequeue(t, tp)
 	wantData(t, m, "alive")
-	wantErr(t, "DeleteDead of a processing message", pubsub.DeleteDead(ctx, tp, m.ID()), pubsub.ErrNotFound)
+	wantErr(t, "DeleteDead of a processing message", admin.DeleteDead(ctx, tp, m.ID()), admin.ErrNotFound)
 	ack(t, m)
 }

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
-// The cases of pausing a subscription (pubsub.Pauser).
+// The cases of pausing a subscription (admin.Pauser).
 var pauseCases = []testCase{
 	{"PauseHoldsMessagesUntilResume", testPause},
 	{"PauseHoldsAWaitingConsumer", testPauseWaiting},
@@ -19,26 +20,26 @@ var pauseCases = []testCase{
 
 func needPause(t *testing.T, h Harness) {
 	t.Helper()
-	need(t, h.Abilities.Pause, "pausing (pubsub.Pauser)")
+	need(t, h.Abilities.Pause, "pausing (admin.Pauser)")
 }
 
 func pause(t *testing.T, tp pubsub.Topic) {
 	t.Helper()
-	if err := pubsub.Pause(context.Background(), tp); err != nil {
+	if err := admin.Pause(context.Background(), tp); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
 }
 
 func resume(t *testing.T, tp pubsub.Topic) {
 	t.Helper()
-	if err := pubsub.Resume(context.Background(), tp); err != nil {
+	if err := admin.Resume(context.Background(), tp); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
 }
 
 func wantPaused(t *testing.T, tp pubsub.Topic, want bool) {
 	t.Helper()
-	got, err := pubsub.IsPaused(context.Background(), tp)
+	got, err := admin.IsPaused(context.Background(), tp)
 	if err != nil || got != want {
 		t.Fatalf("IsPaused = %v, %v; want %v, nil", got, err, want)
 	}

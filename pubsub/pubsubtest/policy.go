@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // The cases of per-subscription retry policies (pubsub.SubscriberWith),
@@ -66,7 +67,7 @@ func testSubscriptionMaxAttempts(t *testing.T, h Harness) {
 	two := subscribeWith(t, ps, topic, "two", pubsub.SubscriptionOptions{Retry: quick(2)})
 	four := subscribeWith(t, ps, topic, "four", pubsub.SubscriptionOptions{Retry: quick(4)})
 	for tp, want := range map[pubsub.Topic]int{two: 2, four: 4} {
-		if r, ok := pubsub.As[pubsub.RetryReporter](tp); ok && r.RetryPolicy().MaxAttempts != want {
+		if r, ok := pubsub.As[wrap.RetryReporter](tp); ok && r.RetryPolicy().MaxAttempts != want {
 			t.Fatalf("RetryPolicy of the subscription of %d attempts: %+v", want, r.RetryPolicy())
 		}
 	}
@@ -128,7 +129,7 @@ func testSubscriptionPolicyInvalid(t *testing.T, h Harness) {
 // out is dead after the subscription's attempts, not the PubSub's.
 func testSubscriptionPolicyLease(t *testing.T, h Harness) {
 	needSubscriptions(t, h)
-	need(t, h.Abilities.DeadLetters, "dead letters (pubsub.DeadLetters)")
+	need(t, h.Abilities.DeadLetters, "dead letters (admin.DeadLetters)")
 	const lease = 300 * time.Millisecond
 	ps := newPubSub(t, h, Config{Lease: lease, Retry: quick(20)})
 	tp := subscribeWith(t, ps, "policy-lease", "p", pubsub.SubscriptionOptions{Retry: quick(2)})
@@ -157,7 +158,7 @@ func testSubscriptionPolicyShared(t *testing.T, h Harness) {
 	_, err := pubsub.SubscribeWith(context.Background(), two, topic, "p", pubsub.SubscriptionOptions{Retry: quick(3)})
 	wantErr(t, "SubscribeWith of another policy in another process", err, pubsub.ErrSubscriptionConflict)
 	tp := subscribe(t, two, topic, "p")
-	if r, ok := pubsub.As[pubsub.RetryReporter](tp); ok && r.RetryPolicy().MaxAttempts != 2 {
+	if r, ok := pubsub.As[wrap.RetryReporter](tp); ok && r.RetryPolicy().MaxAttempts != 2 {
 		t.Fatalf("RetryPolicy in the other process: %+v, want 2 attempts", r.RetryPolicy())
 	}
 	enqueue(t, open(t, two, topic), "fails")

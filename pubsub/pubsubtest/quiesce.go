@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
-// The cases of the quiesce gate (pubsub.Quiescer).
+// The cases of the quiesce gate (admin.Quiescer).
 var quiesceCases = []testCase{
 	{"QuiesceWaitsForDeliveriesInHand", testQuiesce},
 	{"QuiesceContextEndsGateStaysClosed", testQuiesceContext},
@@ -21,13 +22,13 @@ var quiesceCases = []testCase{
 
 func needQuiesce(t *testing.T, h Harness) {
 	t.Helper()
-	need(t, h.Abilities.Quiesce, "the quiesce gate (pubsub.Quiescer)")
+	need(t, h.Abilities.Quiesce, "the quiesce gate (admin.Quiescer)")
 }
 
 // quiesceAsync starts Quiesce on ps; its error comes on the channel.
 func quiesceAsync(ctx context.Context, ps pubsub.PubSub) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- pubsub.Quiesce(ctx, ps) }()
+	go func() { done <- admin.Quiesce(ctx, ps) }()
 	return done
 }
 
@@ -36,7 +37,7 @@ func waitQuiesced(t *testing.T, ps pubsub.PubSub) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		shut, err := pubsub.IsQuiesced(context.Background(), ps)
+		shut, err := admin.IsQuiesced(context.Background(), ps)
 		if err != nil {
 			t.Fatalf("IsQuiesced: %v", err)
 		}
@@ -74,7 +75,7 @@ func wantReturned(t *testing.T, done <-chan error, what string) error {
 
 func resumeConsumers(t *testing.T, ps pubsub.PubSub) {
 	t.Helper()
-	if err := pubsub.ResumeConsumers(context.Background(), ps); err != nil {
+	if err := admin.ResumeConsumers(context.Background(), ps); err != nil {
 		t.Fatalf("ResumeConsumers: %v", err)
 	}
 }
@@ -123,12 +124,12 @@ func testQuiesce(t *testing.T, h Harness) {
 		default:
 		}
 	}
-	if err := pubsub.Quiesce(context.Background(), ps); err != nil {
+	if err := admin.Quiesce(context.Background(), ps); err != nil {
 		t.Fatalf("Quiesce of a quiesced PubSub: %v", err)
 	}
 
 	resumeConsumers(t, ps)
-	if shut, err := pubsub.IsQuiesced(context.Background(), ps); err != nil || shut {
+	if shut, err := admin.IsQuiesced(context.Background(), ps); err != nil || shut {
 		t.Fatalf("IsQuiesced after Resume = %v, %v; want false, nil", shut, err)
 	}
 	var got []string
@@ -167,7 +168,7 @@ func testQuiesceContext(t *testing.T, h Harness) {
 	m := dequeue(t, tp)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	wantErr(t, "Quiesce whose ctx ends with a delivery in hand", pubsub.Quiesce(ctx, ps), context.DeadlineExceeded)
+	wantErr(t, "Quiesce whose ctx ends with a delivery in hand", admin.Quiesce(ctx, ps), context.DeadlineExceeded)
 	waitQuiesced(t, ps)
 	enqueue(t, tp, "b")
 	expectNone(t, tp, 200*time.Millisecond)
@@ -185,7 +186,7 @@ func testQuiesceContext(t *testing.T, h Harness) {
 	done = quiesceAsync(context.Background(), ps)
 	waitQuiesced(t, ps)
 	resumeConsumers(t, ps)
-	wantErr(t, "Quiesce resumed while it waited", wantReturned(t, done, "when resumed"), pubsub.ErrResumed)
+	wantErr(t, "Quiesce resumed while it waited", wantReturned(t, done, "when resumed"), admin.ErrResumed)
 	ack(t, m)
 	expectNone(t, tp, 100*time.Millisecond)
 }
@@ -201,7 +202,7 @@ func testQuiesceLease(t *testing.T, h Harness) {
 	stale := dequeue(t, tp)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := pubsub.Quiesce(ctx, ps); err != nil {
+	if err := admin.Quiesce(ctx, ps); err != nil {
 		t.Fatalf("Quiesce with a delivery whose lease runs out: %v", err)
 	}
 	expectNone(t, tp, 2*lease)
@@ -243,14 +244,14 @@ func testQuiesceClose(t *testing.T, h Harness) {
 		t.Fatal("Close did not return a Dequeue waiting at the gate")
 	}
 	ctx := context.Background()
-	wantErr(t, "Quiesce after Close", pubsub.Quiesce(ctx, ps), pubsub.ErrClosed)
-	wantErr(t, "ResumeConsumers after Close", pubsub.ResumeConsumers(ctx, ps), pubsub.ErrClosed)
+	wantErr(t, "Quiesce after Close", admin.Quiesce(ctx, ps), pubsub.ErrClosed)
+	wantErr(t, "ResumeConsumers after Close", admin.ResumeConsumers(ctx, ps), pubsub.ErrClosed)
 }
 
 // wantQuiesceUnsupported checks that a backend without the gate says so.
 func wantQuiesceUnsupported(t *testing.T, ps pubsub.PubSub) {
 	t.Helper()
-	err := pubsub.Quiesce(context.Background(), ps)
+	err := admin.Quiesce(context.Background(), ps)
 	if !errors.Is(err, pubsub.ErrUnsupported) {
 		t.Errorf("Quiesce on a backend that does not declare it = %v, want ErrUnsupported", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // The cases of named subscriptions (pubsub.Subscriber) and of the inbox
@@ -63,7 +64,7 @@ func subscribe(t *testing.T, ps pubsub.PubSub, topic, sub string) pubsub.Topic {
 // that order.
 func wantSubscriptions(t *testing.T, ps pubsub.PubSub, topic string, want ...string) {
 	t.Helper()
-	got, err := pubsub.ListSubscriptions(context.Background(), ps, topic)
+	got, err := admin.ListSubscriptions(context.Background(), ps, topic)
 	if err != nil {
 		t.Fatalf("ListSubscriptions(%q): %v", topic, err)
 	}
@@ -260,14 +261,14 @@ func testNamedOnly(t *testing.T, h Harness) {
 	msgs := numbered("n", n)
 	enqueue(t, pub, msgs...)
 	if h.Abilities.Stats {
-		s, err := pubsub.TopicStats(ctx, named)
+		s, err := admin.TopicStats(ctx, named)
 		if err != nil {
 			t.Fatalf("Stats of the named subscription: %v", err)
 		}
 		if s.Ready+s.Processing != n || s.Scheduled != 0 || s.Dead != 0 {
 			t.Fatalf("Stats of the named subscription = %+v, want %d ready, nothing else", s, n)
 		}
-		s, err = pubsub.TopicStats(ctx, pub) // the default's, which is none
+		s, err = admin.TopicStats(ctx, pub) // the default's, which is none
 		if err != nil {
 			t.Fatalf("Stats of Topic(name): %v", err)
 		}
@@ -408,7 +409,7 @@ func testNackPerSubscription(t *testing.T, h Harness) {
 // and ackable.
 func testDeadPerSubscription(t *testing.T, h Harness) {
 	needSubscriptions(t, h)
-	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, admin.DeadLetters)")
 	ctx := context.Background()
 	ps := newPubSub(t, h, Config{})
 	a, b := subscribe(t, ps, "dead-subs", "a"), subscribe(t, ps, "dead-subs", "b")
@@ -437,7 +438,7 @@ func testDeadPerSubscription(t *testing.T, h Harness) {
 		if !h.Abilities.Stats {
 			continue
 		}
-		s, err := pubsub.TopicStats(ctx, c.tp)
+		s, err := admin.TopicStats(ctx, c.tp)
 		if err != nil {
 			t.Fatalf("Stats of %s: %v", sub, err)
 		}
@@ -445,8 +446,8 @@ func testDeadPerSubscription(t *testing.T, h Harness) {
 			t.Fatalf("Stats of %s = %+v, want 1 dead and 1 ready (fine)", sub, s)
 		}
 	}
-	wantErr(t, "RequeueDead in b of a's dead copy", pubsub.RequeueDead(ctx, b, deadA.ID()), pubsub.ErrNotFound)
-	if err := pubsub.RequeueDead(ctx, a, deadA.ID()); err != nil {
+	wantErr(t, "RequeueDead in b of a's dead copy", admin.RequeueDead(ctx, b, deadA.ID()), admin.ErrNotFound)
+	if err := admin.RequeueDead(ctx, a, deadA.ID()); err != nil {
 		t.Fatalf("RequeueDead in a: %v", err)
 	}
 	got := map[string]bool{}
@@ -496,7 +497,7 @@ func testDeleteSubscription(t *testing.T, h Harness) {
 		}
 	}
 
-	if err := pubsub.DeleteSubscription(ctx, ps, topic, "mid"); err != nil {
+	if err := admin.DeleteSubscription(ctx, ps, topic, "mid"); err != nil {
 		t.Fatalf("DeleteSubscription: %v", err)
 	}
 	wantSubscriptions(t, ps, topic, "alpha", "zeta")
@@ -515,10 +516,10 @@ func testDeleteSubscription(t *testing.T, h Harness) {
 	}
 	receive(t, map[string]pubsub.Topic{"alpha": subs["alpha"], "zeta": subs["zeta"]}, want...)
 
-	if err := pubsub.DeleteSubscription(ctx, ps, topic, "mid"); err != nil {
+	if err := admin.DeleteSubscription(ctx, ps, topic, "mid"); err != nil {
 		t.Fatalf("DeleteSubscription of the new mid: %v", err)
 	}
-	err := pubsub.DeleteSubscription(ctx, ps, topic, "mid")
+	err := admin.DeleteSubscription(ctx, ps, topic, "mid")
 	wantErr(t, "DeleteSubscription twice", err, pubsub.ErrNoSubscription)
 	wantSubscriptions(t, ps, topic, "alpha", "zeta")
 }
@@ -570,7 +571,7 @@ func dequeueAfterDelete(t *testing.T, ps, other pubsub.PubSub) {
 		blocked <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // let it block; the assertion holds either way
-	if err := pubsub.DeleteSubscription(ctx, other, topic, "gone"); err != nil {
+	if err := admin.DeleteSubscription(ctx, other, topic, "gone"); err != nil {
 		t.Fatalf("DeleteSubscription: %v", err)
 	}
 	if err := <-blocked; wctx.Err() != nil {
@@ -615,12 +616,12 @@ func testInvalidSubscriptions(t *testing.T, h Harness) {
 		"Subscribe":        func(topic, sub string) error { _, err := direct.Subscribe(ctx, topic, sub); return err },
 	}
 	remove := calls{
-		"pubsub.DeleteSubscription": func(topic, sub string) error { return pubsub.DeleteSubscription(ctx, ps, topic, sub) },
-		"DeleteSubscription":        func(topic, sub string) error { return direct.DeleteSubscription(ctx, topic, sub) },
+		"admin.DeleteSubscription": func(topic, sub string) error { return admin.DeleteSubscription(ctx, ps, topic, sub) },
+		"DeleteSubscription":       func(topic, sub string) error { return direct.DeleteSubscription(ctx, topic, sub) },
 	}
 	list := calls{
-		"pubsub.ListSubscriptions": func(topic, _ string) error { _, err := pubsub.ListSubscriptions(ctx, ps, topic); return err },
-		"Subscriptions":            func(topic, _ string) error { _, err := direct.Subscriptions(ctx, topic); return err },
+		"admin.ListSubscriptions": func(topic, _ string) error { _, err := admin.ListSubscriptions(ctx, ps, topic); return err },
+		"Subscriptions":           func(topic, _ string) error { _, err := direct.Subscriptions(ctx, topic); return err },
 	}
 	bad := []string{"", " padded ", strings.Repeat("x", pubsub.MaxTopicNameLen+1), "bad\xffutf8", "tab\tin"}
 	for _, cs := range []calls{create, remove} {

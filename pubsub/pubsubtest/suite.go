@@ -13,6 +13,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 // Run checks that the backend made by h keeps the pubsub contract. Every
@@ -203,7 +204,7 @@ func testNackBackoff(t *testing.T, h Harness) {
 }
 
 func testDead(t *testing.T, h Harness) {
-	need(t, h.Abilities.DeadLetters, "dead letters (pubsub.DeadLetters)")
+	need(t, h.Abilities.DeadLetters, "dead letters (admin.DeadLetters)")
 	cfg := Config{Retry: pubsub.RetryPolicy{MaxAttempts: 3, MinBackoff: 20 * time.Millisecond, Jitter: -1}}
 	tp := open(t, newPubSub(t, h, cfg), "dead")
 	enqueue(t, tp, "poison")
@@ -235,14 +236,14 @@ func testDead(t *testing.T, h Harness) {
 		t.Fatal("dead message has no DiedAt")
 	}
 
-	wantErr(t, "RequeueDead of an unknown ID", pubsub.RequeueDead(context.Background(), tp, "no-such-id"), pubsub.ErrNotFound)
-	malformed := pubsub.RequeueDead(context.Background(), tp, "no such id")
-	wantErr(t, "RequeueDead of a malformed ID", malformed, pubsub.ErrInvalidID)
-	wantErr(t, "RequeueDead of a malformed ID", malformed, pubsub.ErrNotFound)
-	if err := pubsub.RequeueDead(context.Background(), tp, id); err != nil {
+	wantErr(t, "RequeueDead of an unknown ID", admin.RequeueDead(context.Background(), tp, "no-such-id"), admin.ErrNotFound)
+	malformed := admin.RequeueDead(context.Background(), tp, "no such id")
+	wantErr(t, "RequeueDead of a malformed ID", malformed, admin.ErrInvalidID)
+	wantErr(t, "RequeueDead of a malformed ID", malformed, admin.ErrNotFound)
+	if err := admin.RequeueDead(context.Background(), tp, id); err != nil {
 		t.Fatalf("RequeueDead: %v", err)
 	}
-	wantErr(t, "RequeueDead twice", pubsub.RequeueDead(context.Background(), tp, id), pubsub.ErrNotFound)
+	wantErr(t, "RequeueDead twice", admin.RequeueDead(context.Background(), tp, id), admin.ErrNotFound)
 	m := dequeue(t, tp)
 	if m.ID() != id {
 		t.Fatalf("requeued message has ID %q, want %q", m.ID(), id)
@@ -255,7 +256,7 @@ func testDead(t *testing.T, h Harness) {
 }
 
 func testReject(t *testing.T, h Harness) {
-	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, admin.DeadLetters)")
 	tp := open(t, newPubSub(t, h, Config{Retry: pubsub.RetryPolicy{MinBackoff: 10 * time.Millisecond}}), "reject")
 	enqueue(t, tp, "hopeless")
 	m := dequeue(t, tp)
@@ -270,7 +271,7 @@ func testReject(t *testing.T, h Harness) {
 }
 
 func testRequeueAllAndPurge(t *testing.T, h Harness) {
-	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, admin.DeadLetters)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "requeue-all")
 	rejectAll := func(n int) {
@@ -283,12 +284,12 @@ func testRequeueAllAndPurge(t *testing.T, h Harness) {
 	}
 	enqueue(t, tp, "a", "b")
 	rejectAll(2)
-	n, err := pubsub.RequeueAllDead(ctx, tp)
+	n, err := admin.RequeueAllDead(ctx, tp)
 	if err != nil || n != 2 {
 		t.Fatalf("RequeueAllDead = %d, %v; want 2, nil", n, err)
 	}
 	rejectAll(2)
-	n, err = pubsub.PurgeDead(ctx, tp)
+	n, err = admin.PurgeDead(ctx, tp)
 	if err != nil || n != 2 {
 		t.Fatalf("PurgeDead = %d, %v; want 2, nil", n, err)
 	}
@@ -302,7 +303,7 @@ func testRequeueAllAndPurge(t *testing.T, h Harness) {
 // goroutines at once: one call succeeds, the others wrap ErrNotFound, and
 // the message comes back once.
 func testConcurrentRequeue(t *testing.T, h Harness) {
-	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, pubsub.DeadLetters)")
+	need(t, h.Abilities.Reject && h.Abilities.DeadLetters, "reject and dead letters (pubsub.Rejecter, admin.DeadLetters)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "requeue-race")
 	const rounds, callers = 5, 4
@@ -318,7 +319,7 @@ func testConcurrentRequeue(t *testing.T, h Harness) {
 		for i := range callers {
 			wg.Go(func() {
 				<-start
-				errs[i] = pubsub.RequeueDead(ctx, tp, m.ID())
+				errs[i] = admin.RequeueDead(ctx, tp, m.ID())
 			})
 		}
 		close(start)
@@ -328,7 +329,7 @@ func testConcurrentRequeue(t *testing.T, h Harness) {
 			switch {
 			case err == nil:
 				won++
-			case !errors.Is(err, pubsub.ErrNotFound):
+			case !errors.Is(err, admin.ErrNotFound):
 				t.Fatalf("round %d: a losing RequeueDead: %v, want an error wrapping ErrNotFound", round, err)
 			}
 		}
@@ -364,7 +365,7 @@ func testLeaseExpiry(t *testing.T, h Harness) {
 }
 
 func testLeaseExhausts(t *testing.T, h Harness) {
-	need(t, h.Abilities.DeadLetters, "dead letters (pubsub.DeadLetters)")
+	need(t, h.Abilities.DeadLetters, "dead letters (admin.DeadLetters)")
 	const lease = 300 * time.Millisecond
 	cfg := Config{Lease: lease, Retry: pubsub.RetryPolicy{MaxAttempts: 2}}
 	tp := open(t, newPubSub(t, h, cfg), "lease-dead")
@@ -656,7 +657,7 @@ func testUniqueWindow(t *testing.T, h Harness) {
 func testStats(t *testing.T, h Harness) {
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "stats")
-	need(t, h.Abilities.Stats && h.Abilities.Delay && h.Abilities.Reject, "stats, delay and reject (pubsub.Stater, pubsub.Delayer, pubsub.Rejecter)")
+	need(t, h.Abilities.Stats && h.Abilities.Delay && h.Abilities.Reject, "stats, delay and reject (admin.Stater, pubsub.Delayer, pubsub.Rejecter)")
 	enqueue(t, tp, "a", "b", "c", "d")
 	if err := pubsub.EnqueueDelayed(ctx, tp, []byte("later"), time.Hour); err != nil {
 		t.Fatalf("EnqueueDelayed: %v", err)
@@ -665,7 +666,7 @@ func testStats(t *testing.T, h Harness) {
 	if err := pubsub.Reject(ctx, dequeue(t, tp), errors.New("x")); err != nil {
 		t.Fatalf("Reject: %v", err)
 	}
-	s, err := pubsub.TopicStats(ctx, tp)
+	s, err := admin.TopicStats(ctx, tp)
 	if err != nil {
 		t.Fatalf("Stats: %v", err)
 	}
@@ -683,9 +684,9 @@ func testStatsOldestReady(t *testing.T, h Harness) {
 	need(t, h.Abilities.Stats && h.Abilities.OldestReady, "stats with the oldest ready message's age (Abilities.OldestReady)")
 	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{}), "oldest-ready")
-	stats := func() pubsub.Stats {
+	stats := func() admin.Stats {
 		t.Helper()
-		s, err := pubsub.TopicStats(ctx, tp)
+		s, err := admin.TopicStats(ctx, tp)
 		if err != nil {
 			t.Fatalf("Stats: %v", err)
 		}
@@ -921,18 +922,18 @@ func testAbilities(t *testing.T, h Harness) {
 		{"pubsub.Delayer (Abilities.Delay)", a.Delay, has[pubsub.Delayer](tp)},
 		{"pubsub.BatchEnqueuer (Abilities.Batch)", a.Batch, has[pubsub.BatchEnqueuer](tp)},
 		{"pubsub.UniqueEnqueuer (Abilities.Unique)", a.Unique, has[pubsub.UniqueEnqueuer](tp)},
-		{"pubsub.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[pubsub.DeadLetters](tp)},
-		{"pubsub.Stater (Abilities.Stats)", a.Stats, has[pubsub.Stater](tp)},
+		{"admin.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[admin.DeadLetters](tp)},
+		{"admin.Stater (Abilities.Stats)", a.Stats, has[admin.Stater](tp)},
 		{"pubsub.Inbox (Abilities.Inbox)", a.Inbox, has[pubsub.Inbox](tp)},
-		{"pubsub.Pauser (Abilities.Pause)", a.Pause, has[pubsub.Pauser](tp)},
+		{"admin.Pauser (Abilities.Pause)", a.Pause, has[admin.Pauser](tp)},
 		{"pubsub.Subscriber (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.Subscriber](ps)},
 		{"pubsub.SubscriberWith (Abilities.Subscriptions)", a.Subscriptions, has[pubsub.SubscriberWith](ps)},
-		{"pubsub.TopicLister (Abilities.TopicList)", a.TopicList, has[pubsub.TopicLister](ps)},
-		{"pubsub.Quiescer (Abilities.Quiesce)", a.Quiesce, has[pubsub.Quiescer](ps)},
-		{"pubsub.Peeker (Abilities.Peek)", a.Peek, has[pubsub.Peeker](tp)},
-		{"pubsub.Canceler (Abilities.Cancel)", a.Cancel, has[pubsub.Canceler](tp)},
-		{"pubsub.DeadDeleter (Abilities.DeleteDead)", a.DeleteDead, has[pubsub.DeadDeleter](tp)},
-		{"pubsub.AckCounter (Abilities.AckCount)", a.AckCount, has[pubsub.AckCounter](tp)},
+		{"admin.TopicLister (Abilities.TopicList)", a.TopicList, has[admin.TopicLister](ps)},
+		{"admin.Quiescer (Abilities.Quiesce)", a.Quiesce, has[admin.Quiescer](ps)},
+		{"admin.Peeker (Abilities.Peek)", a.Peek, has[admin.Peeker](tp)},
+		{"admin.Canceler (Abilities.Cancel)", a.Cancel, has[admin.Canceler](tp)},
+		{"admin.DeadDeleter (Abilities.DeleteDead)", a.DeleteDead, has[admin.DeadDeleter](tp)},
+		{"admin.AckCounter (Abilities.AckCount)", a.AckCount, has[admin.AckCounter](tp)},
 		{"pubsub.Attempter (Abilities.Attempts)", a.Attempts, has[pubsub.Attempter](m)},
 		{"pubsub.LeaseExtender (Abilities.ExtendLease)", a.ExtendLease, has[pubsub.LeaseExtender](m)},
 		{"pubsub.Failer (Abilities.FailReasons)", a.FailReasons, has[pubsub.Failer](m)},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/relay"
 )
 
@@ -96,10 +97,10 @@ func drain(t testing.TB, dst pubsub.Topic, want int) map[string]int {
 	defer cancel()
 	// An Ack may return before the server counts it (natspubsub without
 	// ConfirmAck): wait until nothing is in hand.
-	var s pubsub.Stats
+	var s admin.Stats
 	waitFor(t, "the destination's acks counted", func() bool {
 		var err error
-		if s, err = pubsub.TopicStats(ctx, dst); err != nil {
+		if s, err = admin.TopicStats(ctx, dst); err != nil {
 			t.Fatalf("destination stats: %v", err)
 		}
 		return s.Processing == 0

@@ -13,6 +13,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/internal/faultproxy"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/relay"
 )
 
@@ -78,7 +79,7 @@ func TestOutageKeepsAttempts(t *testing.T) {
 	wantFailed := int64(len(prod.committed)*retry.MaxAttempts + 20)
 	ctx := context.Background()
 	waitFor(t, fmt.Sprintf("%d failed publishes", wantFailed), func() bool {
-		s, err := pubsub.TopicStats(ctx, src)
+		s, err := admin.TopicStats(ctx, src)
 		if err == nil && s.Dead != 0 {
 			t.Fatalf("during the outage, after %d failed publishes: %d messages dead in the source", r.Stats().Failed, s.Dead)
 		}
@@ -87,10 +88,10 @@ func TestOutageKeepsAttempts(t *testing.T) {
 	p.Up(t)
 	checkExactlyOnce(t, prod, drain(t, dst, len(prod.committed)))
 	waitFor(t, "the source's messages acked", func() bool {
-		s, err := pubsub.TopicStats(ctx, src)
+		s, err := admin.TopicStats(ctx, src)
 		return err == nil && s.Ready+s.Scheduled+s.Processing == 0
 	})
-	if s, err := pubsub.TopicStats(ctx, src); err != nil || s.Dead != 0 {
+	if s, err := admin.TopicStats(ctx, src); err != nil || s.Dead != 0 {
 		t.Errorf("source after the outage: %+v, %v; want no dead message", s, err)
 	}
 	if st := r.Stats(); st.Relayed != int64(len(prod.committed)) || st.Rejected != 0 {
@@ -135,7 +136,7 @@ func TestOutageStop(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if s, err := pubsub.TopicStats(ctx, src); err != nil || s.Scheduled+s.Ready != 1 {
+	if s, err := admin.TopicStats(ctx, src); err != nil || s.Scheduled+s.Ready != 1 {
 		t.Errorf("source after Run: %+v, %v; want the message back", s, err)
 	}
 }

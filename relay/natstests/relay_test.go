@@ -17,6 +17,7 @@ import (
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/relay"
 )
 
@@ -90,8 +91,8 @@ func TestRelayCommittedOnly(t *testing.T) {
 	p := produce(t, db, src, "m", 200, 10)
 	checkExactlyOnce(t, p, drain(t, dst, len(p.committed)))
 	waitFor(t, "the source's messages acked", func() bool {
-		s, err := pubsub.TopicStats(context.Background(), src)
-		return err == nil && s == (pubsub.Stats{})
+		s, err := admin.TopicStats(context.Background(), src)
+		return err == nil && s == (admin.Stats{})
 	})
 	if s := r.Stats(); s.Relayed != int64(len(p.committed)) || s.Duplicates+s.Rejected+s.Failed != 0 {
 		t.Errorf("Stats = %+v, want %d relayed and nothing else", s, len(p.committed))
@@ -162,8 +163,8 @@ func TestLostAckIsDuplicate(t *testing.T) {
 	runRelay(t, r)
 	checkExactlyOnce(t, p, drain(t, dst, len(p.committed)))
 	waitFor(t, "the source's messages acked", func() bool {
-		st, err := pubsub.TopicStats(context.Background(), src)
-		return err == nil && st == (pubsub.Stats{})
+		st, err := admin.TopicStats(context.Background(), src)
+		return err == nil && st == (admin.Stats{})
 	})
 	// Each lost Ack made one more publish at least (more if a lease ran
 	// out on a loaded machine), each a duplicate.
@@ -279,9 +280,9 @@ func TestTooLargeIsDead(t *testing.T) {
 			if got["before"] != 1 || got["after"] != 1 {
 				t.Errorf("destination got %d messages, want before and after once", len(got))
 			}
-			var dead []pubsub.DeadMessage
+			var dead []admin.DeadMessage
 			waitFor(t, "the large message dead in the source", func() bool {
-				dead, err = pubsub.ListDead(ctx, src, 0)
+				dead, err = admin.ListDead(ctx, src, 0)
 				return err == nil && len(dead) > 0
 			})
 			if len(dead) != 1 || string(dead[0].Data) != big || !strings.Contains(dead[0].LastError, "too large") || dead[0].Attempts != 1 {
@@ -321,7 +322,7 @@ func TestClosedDestination(t *testing.T) {
 			if err := r.Run(rctx); !errors.Is(err, pubsub.ErrClosed) {
 				t.Fatalf("Run with a closed destination = %v, want an error wrapping pubsub.ErrClosed", err)
 			}
-			st, err := pubsub.TopicStats(ctx, src)
+			st, err := admin.TopicStats(ctx, src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +391,7 @@ func TestDestinationErrors(t *testing.T) {
 				return st.Relayed+st.Rejected == 1
 			})
 			got := drain(t, dst, int(tc.wantRelayed))
-			dead, err := pubsub.ListDead(ctx, src, 0)
+			dead, err := admin.ListDead(ctx, src, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

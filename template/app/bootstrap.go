@@ -23,6 +23,7 @@ import (
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/template/app/orders"
 )
 
@@ -364,18 +365,18 @@ func (a *App) drainMemory(ctx context.Context) {
 
 // subscriptionStats returns the stats of every subscription of topic, by
 // name.
-func subscriptionStats(ctx context.Context, ps pubsub.PubSub, topic string) (map[string]pubsub.Stats, error) {
-	subs, err := pubsub.ListSubscriptions(ctx, ps, topic)
+func subscriptionStats(ctx context.Context, ps pubsub.PubSub, topic string) (map[string]admin.Stats, error) {
+	subs, err := admin.ListSubscriptions(ctx, ps, topic)
 	if err != nil {
 		return nil, err
 	}
-	stats := make(map[string]pubsub.Stats, len(subs))
+	stats := make(map[string]admin.Stats, len(subs))
 	for _, sub := range subs {
 		h, err := pubsub.Subscribe(ctx, ps, topic, sub)
 		if err != nil {
 			return nil, err
 		}
-		s, err := pubsub.TopicStats(ctx, h)
+		s, err := admin.TopicStats(ctx, h)
 		h.Close() // the handle only: the subscription stays
 		if err != nil {
 			return nil, fmt.Errorf("subscription %q: %w", sub, err)

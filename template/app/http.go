@@ -16,6 +16,7 @@ import (
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/pubsub"
 
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/template/app/orders"
 )
 
@@ -210,7 +211,7 @@ type HealthHandler struct {
 func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := pubsub.TopicStats(ctx, h.Queue); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
+	if _, err := admin.TopicStats(ctx, h.Queue); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 		return
 	}

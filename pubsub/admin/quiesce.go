@@ -1,12 +1,14 @@
-package pubsub
+package admin
 
 import (
 	"context"
 	"errors"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Quiescer is a PubSub whose consumers can be held still: a quiesce gate,
-// for a migration or a restore that needs no message in a consumer's
+// Quiescer is a pubsub.PubSub whose consumers can be held still: a quiesce
+// gate, for a migration or a restore that needs no message in a consumer's
 // hands. Quiesce closes the gate and waits for the deliveries in hand to
 // settle; Resume opens it again.
 //
@@ -18,7 +20,7 @@ import (
 // hand can still be settled and its lease extended.
 //
 // Close of a quiesced PubSub returns the Dequeue calls waiting at the
-// gate, and a Quiesce waiting for deliveries, with ErrClosed.
+// gate, and a Quiesce waiting for deliveries, with pubsub.ErrClosed.
 //
 // The gate is per PubSub value: it holds the consumers of this process
 // only. To hold a subscription's consumers in every process, pause it
@@ -41,9 +43,9 @@ type Quiescer interface {
 }
 
 // Quiesce closes ps's quiesce gate and waits for its deliveries in hand to
-// settle (see Quiescer). Without a Quiescer it returns ErrUnsupported.
-func Quiesce(ctx context.Context, ps PubSub) error {
-	q, ok := As[Quiescer](ps)
+// settle (see Quiescer). Without a Quiescer it returns pubsub.ErrUnsupported.
+func Quiesce(ctx context.Context, ps pubsub.PubSub) error {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return unsupported(ps, "quiesce")
 	}
@@ -51,9 +53,9 @@ func Quiesce(ctx context.Context, ps PubSub) error {
 }
 
 // ResumeConsumers opens ps's quiesce gate (see Quiescer). Without a
-// Quiescer it returns ErrUnsupported.
-func ResumeConsumers(ctx context.Context, ps PubSub) error {
-	q, ok := As[Quiescer](ps)
+// Quiescer it returns pubsub.ErrUnsupported.
+func ResumeConsumers(ctx context.Context, ps pubsub.PubSub) error {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return unsupported(ps, "quiesce")
 	}
@@ -61,9 +63,9 @@ func ResumeConsumers(ctx context.Context, ps PubSub) error {
 }
 
 // IsQuiesced reports whether ps's quiesce gate is closed. Without a
-// Quiescer it returns ErrUnsupported.
-func IsQuiesced(ctx context.Context, ps PubSub) (bool, error) {
-	q, ok := As[Quiescer](ps)
+// Quiescer it returns pubsub.ErrUnsupported.
+func IsQuiesced(ctx context.Context, ps pubsub.PubSub) (bool, error) {
+	q, ok := pubsub.As[Quiescer](ps)
 	if !ok {
 		return false, unsupported(ps, "quiesce")
 	}
@@ -72,4 +74,4 @@ func IsQuiesced(ctx context.Context, ps PubSub) (bool, error) {
 
 // ErrResumed is wrapped by the error of a Quiesce call still waiting for
 // deliveries in hand when Resume opened the gate.
-var ErrResumed = errors.New("pubsub: resumed before the deliveries in hand settled")
+var ErrResumed = errors.New("admin: resumed before the deliveries in hand settled")

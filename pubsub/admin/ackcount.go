@@ -1,14 +1,16 @@
-package pubsub
+package admin
 
 import (
 	"context"
 	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// AckCounter is a Topic that can count the messages its subscription acked
-// recently: the throughput an operations tool charts. It acts on the
-// subscription the handle reads (the default one for PubSub.Topic, a
-// handle from Subscribe its own); the acks of the topic's other
+// AckCounter is a pubsub.Topic that can count the messages its subscription
+// acked recently: the throughput an operations tool charts. It acts on the
+// subscription the handle reads (the default one for pubsub.PubSub.Topic, a
+// handle from pubsub.Subscribe its own); the acks of the topic's other
 // subscriptions are theirs.
 //
 // A chart samples it every few seconds with since set to its previous
@@ -31,9 +33,9 @@ type AckCounter interface {
 
 // AckedSince returns how many of the messages of the subscription t reads
 // were acked at or after since (see AckCounter). Without an AckCounter it
-// returns ErrUnsupported.
-func AckedSince(ctx context.Context, t Topic, since time.Time) (int64, error) {
-	c, ok := As[AckCounter](t)
+// returns pubsub.ErrUnsupported.
+func AckedSince(ctx context.Context, t pubsub.Topic, since time.Time) (int64, error) {
+	c, ok := pubsub.As[AckCounter](t)
 	if !ok {
 		return 0, unsupported(t, "counting acks")
 	}

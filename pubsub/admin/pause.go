@@ -1,13 +1,17 @@
-package pubsub
+package admin
 
-import "context"
+import (
+	"context"
 
-// Pauser is a Topic whose subscription can be paused: while it is paused,
-// no consumer of it, in any process, gets a message; enqueues still work,
-// and the messages wait. It acts on the subscription the handle reads:
-// Topic(name) pauses the default subscription, a handle from Subscribe
-// its own; the topic's other subscriptions go on. On a durable backend
-// the pause is kept in the store, so it survives restarts.
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// Pauser is a pubsub.Topic whose subscription can be paused: while it is
+// paused, no consumer of it, in any process, gets a message; enqueues still
+// work, and the messages wait. It acts on the subscription the handle reads:
+// PubSub.Topic(name) pauses the default subscription, a handle from
+// pubsub.Subscribe its own; the topic's other subscriptions go on. On a
+// durable backend the pause is kept in the store, so it survives restarts.
 //
 // A Dequeue call waiting when Pause returns keeps waiting (until Resume or
 // its ctx ends); a backend that claims messages ahead for its consumers
@@ -27,9 +31,9 @@ type Pauser interface {
 }
 
 // Pause pauses the subscription t reads (see Pauser). Without a Pauser it
-// returns ErrUnsupported.
-func Pause(ctx context.Context, t Topic) error {
-	p, ok := As[Pauser](t)
+// returns pubsub.ErrUnsupported.
+func Pause(ctx context.Context, t pubsub.Topic) error {
+	p, ok := pubsub.As[Pauser](t)
 	if !ok {
 		return unsupported(t, "pause")
 	}
@@ -37,9 +41,9 @@ func Pause(ctx context.Context, t Topic) error {
 }
 
 // Resume resumes the subscription t reads. Without a Pauser it returns
-// ErrUnsupported.
-func Resume(ctx context.Context, t Topic) error {
-	p, ok := As[Pauser](t)
+// pubsub.ErrUnsupported.
+func Resume(ctx context.Context, t pubsub.Topic) error {
+	p, ok := pubsub.As[Pauser](t)
 	if !ok {
 		return unsupported(t, "pause")
 	}
@@ -47,9 +51,9 @@ func Resume(ctx context.Context, t Topic) error {
 }
 
 // IsPaused reports whether the subscription t reads is paused. Without a
-// Pauser it returns ErrUnsupported.
-func IsPaused(ctx context.Context, t Topic) (bool, error) {
-	p, ok := As[Pauser](t)
+// Pauser it returns pubsub.ErrUnsupported.
+func IsPaused(ctx context.Context, t pubsub.Topic) (bool, error) {
+	p, ok := pubsub.As[Pauser](t)
 	if !ok {
 		return false, unsupported(t, "pause")
 	}

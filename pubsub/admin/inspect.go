@@ -1,19 +1,22 @@
-package pubsub
+package admin
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// Inspection and repair: the optional abilities an operations tool (a CLI,
-// a dashboard) is built on. TopicLister is found on a PubSub; Peeker,
-// Canceler and DeadDeleter on a Topic handle, and they act on the handle's
-// subscription (the default one for PubSub.Topic). Each is reached through
-// its helper (TopicLister through ListTopics, Peeker through Peek and
-// GetMessage, Canceler through Cancel, DeadDeleter through DeleteDead), which returns ErrUnsupported where a backend lacks it.
+// Inspection and repair: the optional abilities an operations tool (a CLI, a
+// dashboard) is built on. TopicLister is found on a pubsub.PubSub; Peeker,
+// Canceler and DeadDeleter on a pubsub.Topic handle, and they act on the
+// handle's subscription (the default one for pubsub.PubSub.Topic). Each is
+// reached through its helper (TopicLister through ListTopics, Peeker through
+// Peek and GetMessage, Canceler through Cancel, DeadDeleter through
+// DeleteDead), which returns pubsub.ErrUnsupported where a backend lacks it.
 
-// TopicLister is a PubSub that can list the topics it keeps.
+// TopicLister is a pubsub.PubSub that can list the topics it keeps.
 type TopicLister interface {
 	// Topics returns every topic the backend keeps messages or
 	// subscriptions for, sorted by name.
@@ -24,9 +27,9 @@ type TopicLister interface {
 type TopicInfo struct {
 	Name string
 	// Subscriptions are the topic's subscriptions, sorted, as
-	// Subscriber.Subscriptions lists them: a topic with none keeps its
-	// messages for its default subscription (see "Subscriptions" in the
-	// package documentation).
+	// pubsub.Subscriber.Subscriptions lists them: a topic with none keeps
+	// its messages for its default subscription (see "Subscriptions" in
+	// package pubsub's documentation).
 	Subscriptions []string
 }
 
@@ -105,14 +108,14 @@ type MessageInfo struct {
 	// RunAt is when it is due (ready, scheduled), when its lease ends
 	// (processing), or when it died (dead).
 	RunAt     time.Time
-	CreatedAt time.Time // when it was enqueued (zero if the backend does not know)
-	LastError string    // the reason of its last failure, if one was given
-	Size      int       // of its data, in bytes
-	Preview   []byte    // the first PreviewSize bytes of its data at most
-	Header    Header    // nil if it has none
+	CreatedAt time.Time     // when it was enqueued (zero if the backend does not know)
+	LastError string        // the reason of its last failure, if one was given
+	Size      int           // of its data, in bytes
+	Preview   []byte        // the first PreviewSize bytes of its data at most
+	Header    pubsub.Header // nil if it has none
 }
 
-// Peeker is a Topic whose subscription's messages can be looked at
+// Peeker is a pubsub.Topic whose subscription's messages can be looked at
 // without being delivered; call it through Peek and GetMessage.
 type Peeker interface {
 	// Peek returns a page of the subscription's messages in opts.State,
@@ -126,7 +129,7 @@ type Peeker interface {
 	Message(ctx context.Context, id string) (MessageInfo, []byte, error)
 }
 
-// Canceler is a Topic whose subscription's waiting messages can be
+// Canceler is a pubsub.Topic whose subscription's waiting messages can be
 // deleted one by one.
 type Canceler interface {
 	// Cancel deletes the ready or scheduled message id of the
@@ -138,8 +141,8 @@ type Canceler interface {
 	Cancel(ctx context.Context, id string) error
 }
 
-// DeadDeleter is a Topic whose subscription's dead messages can be deleted
-// one by one (DeadLetters.PurgeDead deletes them all).
+// DeadDeleter is a pubsub.Topic whose subscription's dead messages can be
+// deleted one by one (DeadLetters.PurgeDead deletes them all).
 type DeadDeleter interface {
 	// DeleteDead deletes the dead message id for good. It wraps
 	// ErrNotFound when id is not a dead message of the subscription,
@@ -148,9 +151,9 @@ type DeadDeleter interface {
 }
 
 // ListTopics lists the topics ps keeps (see TopicLister). Without a
-// TopicLister it returns ErrUnsupported.
-func ListTopics(ctx context.Context, ps PubSub) ([]TopicInfo, error) {
-	l, ok := As[TopicLister](ps)
+// TopicLister it returns pubsub.ErrUnsupported.
+func ListTopics(ctx context.Context, ps pubsub.PubSub) ([]TopicInfo, error) {
+	l, ok := pubsub.As[TopicLister](ps)
 	if !ok {
 		return nil, unsupported(ps, "listing topics")
 	}
@@ -158,9 +161,9 @@ func ListTopics(ctx context.Context, ps PubSub) ([]TopicInfo, error) {
 }
 
 // Peek returns a page of t's messages in opts.State (see Peeker). Without a
-// Peeker it returns ErrUnsupported.
-func Peek(ctx context.Context, t Topic, opts PeekOptions) (PeekPage, error) {
-	p, ok := As[Peeker](t)
+// Peeker it returns pubsub.ErrUnsupported.
+func Peek(ctx context.Context, t pubsub.Topic, opts PeekOptions) (PeekPage, error) {
+	p, ok := pubsub.As[Peeker](t)
 	if !ok {
 		return PeekPage{}, unsupported(t, "peek")
 	}
@@ -172,9 +175,9 @@ func Peek(ctx context.Context, t Topic, opts PeekOptions) (PeekPage, error) {
 }
 
 // GetMessage returns the message id of t and its data (see
-// Peeker.Message). Without a Peeker it returns ErrUnsupported.
-func GetMessage(ctx context.Context, t Topic, id string) (MessageInfo, []byte, error) {
-	p, ok := As[Peeker](t)
+// Peeker.Message). Without a Peeker it returns pubsub.ErrUnsupported.
+func GetMessage(ctx context.Context, t pubsub.Topic, id string) (MessageInfo, []byte, error) {
+	p, ok := pubsub.As[Peeker](t)
 	if !ok {
 		return MessageInfo{}, nil, unsupported(t, "peek")
 	}
@@ -182,9 +185,9 @@ func GetMessage(ctx context.Context, t Topic, id string) (MessageInfo, []byte, e
 }
 
 // Cancel deletes the ready or scheduled message id of t (see Canceler).
-// Without a Canceler it returns ErrUnsupported.
-func Cancel(ctx context.Context, t Topic, id string) error {
-	c, ok := As[Canceler](t)
+// Without a Canceler it returns pubsub.ErrUnsupported.
+func Cancel(ctx context.Context, t pubsub.Topic, id string) error {
+	c, ok := pubsub.As[Canceler](t)
 	if !ok {
 		return unsupported(t, "cancel")
 	}
@@ -192,9 +195,9 @@ func Cancel(ctx context.Context, t Topic, id string) error {
 }
 
 // DeleteDead deletes the dead message id of t (see DeadDeleter). Without
-// a DeadDeleter it returns ErrUnsupported.
-func DeleteDead(ctx context.Context, t Topic, id string) error {
-	d, ok := As[DeadDeleter](t)
+// a DeadDeleter it returns pubsub.ErrUnsupported.
+func DeleteDead(ctx context.Context, t pubsub.Topic, id string) error {
+	d, ok := pubsub.As[DeadDeleter](t)
 	if !ok {
 		return unsupported(t, "deleting one dead message")
 	}

@@ -1,12 +1,15 @@
-package pubsub
+package wrap_test
 
 import (
 	"context"
 	"testing"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/wrap"
 )
 
 // ownedTopic is a topic with the copy-free enqueue.
-type ownedTopic struct{ Topic }
+type ownedTopic struct{ pubsub.Topic }
 
 func (ownedTopic) EnqueueOwned(context.Context, []byte) error { return nil }
 
@@ -14,24 +17,24 @@ func (ownedTopic) EnqueueOwned(context.Context, []byte) error { return nil }
 type ownedForwarder struct{ wrapTopic }
 
 func (f ownedForwarder) EnqueueOwned(ctx context.Context, d []byte) error {
-	if o, ok := FindSpeedup[OwnedEnqueuer](f.inner); ok {
+	if o, ok := wrap.FindSpeedup[wrap.OwnedEnqueuer](f.inner); ok {
 		return o.EnqueueOwned(ctx, d)
 	}
 	return f.inner.Enqueue(ctx, d)
 }
 
 func (ownedForwarder) Forwards(ability any) bool {
-	_, ok := ability.(*OwnedEnqueuer)
+	_, ok := ability.(*wrap.OwnedEnqueuer)
 	return ok
 }
 
 // TestFindSpeedupNeverSkipsAWrapper: a speed-up is found on the value
 // itself, through wrappers that forward it, and never below a wrapper that
-// lacks it (whose own Enqueue must run), where As would find it.
+// lacks it (whose own Enqueue must run), where pubsub.As would find it.
 func TestFindSpeedupNeverSkipsAWrapper(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		tp   Topic
+		tp   pubsub.Topic
 		want bool
 	}{
 		{"the topic's own", ownedTopic{}, true},
@@ -43,12 +46,12 @@ func TestFindSpeedupNeverSkipsAWrapper(t *testing.T) {
 		{"a forwarder below a wrapper without", wrapTopic{ownedForwarder{wrapTopic{ownedTopic{}}}}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, ok := FindSpeedup[OwnedEnqueuer](c.tp); ok != c.want {
-				t.Errorf("FindSpeedup[OwnedEnqueuer] = %v, want %v", ok, c.want)
+			if _, ok := wrap.FindSpeedup[wrap.OwnedEnqueuer](c.tp); ok != c.want {
+				t.Errorf("wrap.FindSpeedup[wrap.OwnedEnqueuer] = %v, want %v", ok, c.want)
 			}
 		})
 	}
-	if _, ok := As[OwnedEnqueuer](wrapTopic{ownedTopic{}}); !ok {
-		t.Error("As[OwnedEnqueuer] below a plain wrapper = false: the case above checks nothing As would not")
+	if _, ok := pubsub.As[wrap.OwnedEnqueuer](wrapTopic{ownedTopic{}}); !ok {
+		t.Error("pubsub.As[wrap.OwnedEnqueuer] below a plain wrapper = false: the case above checks nothing pubsub.As would not")
 	}
 }
