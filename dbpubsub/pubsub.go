@@ -60,7 +60,7 @@ func newObserved(db *bun.DB, opts Options, observe func(*engine.PubSub) engine.O
 	}
 	s := newStore(db, o)
 	e, err := engine.New(s, engine.Options{
-		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Observe: observe,
+		Name: pkg, Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, OnFailure: o.OnFailure, Named: true, Observe: observe,
 	})
 	if err != nil {
 		return nil, err
@@ -91,13 +91,27 @@ func Open(dsn string) (*bun.DB, error) {
 // DB returns the *bun.DB the PubSub stores its messages in.
 func (ps *PubSub) DB() *bun.DB { return ps.s.db }
 
-// Topic returns a handle on the topic name. Handles on one name share its
-// messages (and, within this PubSub, its claimed rows); closing a handle
-// does not affect the others. A name that pubsub.ValidateTopicName rejects
-// gives a handle whose methods all return that error.
-func (ps *PubSub) Topic(name string) pubsub.Topic {
-	return newTopic(ps.PubSub.Topic(name), name, pubsub.DefaultSubscription)
-}
+// Topic returns a handle on the default subscription of the topic name:
+// its enqueues publish to the topic, its Dequeue, dead letters and stats
+// are the subscription's. Handles on one name share its messages (and,
+// within this PubSub, its claimed rows); closing a handle does not affect
+// the others. A name that pubsub.ValidateTopicName rejects gives a handle
+// whose methods all return that error.
+//
+// Besides pubsub.Topic a handle has every optional ability of packages
+// pubsub and admin, and names its topic and subscription (Name,
+// Subscription). Every enqueue runs in the caller's transaction when ctx
+// carries one (pubsub.WithTx). An enqueue returns when its rows are
+// committed (or, in a caller's transaction, written in it); concurrent
+// enqueues on one handle share statements. One whose ctx ends after its
+// statement was sent returns then, in doubt (ErrOutcomeUnknown): retry it
+// idempotently (EnqueueUnique, or a consumer that claims). EnqueueAt's
+// time is the database's clock; EnqueueBatch is one statement, all or
+// none; EnqueueUnique adds nothing while the topic keeps a message under
+// its key, until it is pruned (Options.Retention). Ack returns once queued
+// for the next grouped statement (see Options.ConfirmAck and
+// PubSub.Flush).
+func (ps *PubSub) Topic(name string) pubsub.Topic { return ps.PubSub.Topic(name) }
 
 // Subscribe creates subscription sub of topic unless it exists, for every
 // process on the database, and returns a handle on it: its Dequeue reads
@@ -105,11 +119,7 @@ func (ps *PubSub) Topic(name string) pubsub.Topic {
 // are sub's (see pubsub.Subscriber). It creates the subscription's ready
 // table too.
 func (ps *PubSub) Subscribe(ctx context.Context, topic, sub string) (pubsub.Topic, error) {
-	h, err := ps.PubSub.Subscribe(ctx, topic, sub)
-	if err != nil {
-		return nil, err
-	}
-	return newTopic(h, topic, sub), nil
+	return ps.PubSub.Subscribe(ctx, topic, sub)
 }
 
 // DeleteSubscription deletes subscription sub of topic and every copy its

@@ -95,11 +95,11 @@ func TestClaimTakesBothTables(t *testing.T) {
 	defer cancel()
 	_, db := newStore(t)
 	ps := newPubSub(t, db, dbpubsub.Options{ClaimBatch: 8})
-	tp := ps.Topic("both").(*dbpubsub.Topic)
+	tp := ps.Topic("both")
 	want := map[string]bool{}
 	for i := range 10 {
 		d := fmt.Sprint("at-", i)
-		if err := tp.EnqueueAt(ctx, []byte(d), time.Now().Add(-time.Minute)); err != nil {
+		if err := pubsub.EnqueueAt(ctx, tp, []byte(d), time.Now().Add(-time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		want[d] = true

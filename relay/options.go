@@ -44,7 +44,7 @@ type Options struct {
 	// into one destination need different sources. "" means the source
 	// handle's topic and subscription, "topic/subscription", found
 	// through wrappers on any handle with Name() and Subscription()
-	// methods (dbpubsub.Topic, natspubsub's handles); a source without them
+	// methods (the handles of dbpubsub and natspubsub); a source without them
 	// needs Source set. A message ID is unique in its store (a dbpubsub
 	// table), not across stores: set Source when relays from different
 	// databases, schemas or tables feed one destination. 1 to
