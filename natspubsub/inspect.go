@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -61,37 +60,4 @@ func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 // perhaps with a copy's suffix, or "seq-" and a stream sequence.
 func validID(id string) bool {
 	return id != "" && strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") == ""
-}
-
-// DeleteDead deletes the dead message id of the subscription for good.
-func (s *subState) DeleteDead(ctx context.Context, id string) error {
-	if !validID(id) {
-		return pubsub.ErrInvalidID
-	}
-	var seq uint64
-	err := s.scanDead(ctx, func(e deadEntry) bool {
-		if e.ID == id {
-			seq = e.seq
-		}
-		return seq == 0
-	})
-	if err != nil {
-		return err
-	}
-	if seq == 0 {
-		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
-	}
-	d, err := s.st.deadStream(ctx, false)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := s.st.ps.request(ctx)
-	defer cancel()
-	if err := d.DeleteMsg(rctx, seq); err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return pubsub.ErrNotFound
-		}
-		return s.st.ps.fail(ctx, "deleting the dead message", err)
-	}
-	return nil
 }
