@@ -17,6 +17,11 @@ const (
 	HeaderAttempts = "Conveyor-Attempts"
 	// HeaderError is a dead message's last error, escaped (EscapeReason).
 	HeaderError = "Conveyor-Error"
+	// HeaderDelivered is the deliveries a message had before this record
+	// of it, in decimal: a store whose delivery count starts again on a
+	// record appended anew (a retry past a share group's delivery limit)
+	// adds it to the count.
+	HeaderDelivered = "Conveyor-Delivered"
 	// HeaderDue is when a delayed message is due, in nanoseconds since
 	// the Unix epoch.
 	HeaderDue = "Conveyor-Due"
