@@ -3,9 +3,11 @@ package kafkapubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/conveyorgo/conveyor/internal/logstore"
@@ -30,9 +32,10 @@ import (
 const hdrRemoves = "Conveyor-Removes"
 
 var (
-	_ driver.DeadLetters = (*subState)(nil)
-	_ driver.DeadDeleter = (*subState)(nil)
-	_ logstore.DeadLog   = deadLog{}
+	_ driver.DeadLetters      = (*subState)(nil)
+	_ driver.DeadDeleter      = (*subState)(nil)
+	_ logstore.DeadLog        = deadLog{}
+	_ logstore.AtomicRequeuer = deadLog{}
 )
 
 func (s *subState) deadLetters() logstore.DeadLetters {
@@ -85,7 +88,11 @@ func (l deadLog) read(ctx context.Context) ([]*kgo.Record, error) {
 	}
 	var ends kadm.ListedOffsets
 	if err == nil {
-		ends, err = store.adm.ListEndOffsets(rctx, st.n.dead)
+		// Up to the last stable offset: what committed transactions
+		// (RequeueRemove) wrote, and their markers, which the client
+		// below returns (KeepControlRecords), so that the last offset
+		// read is always end-1.
+		ends, err = store.adm.ListCommittedOffsets(rctx, st.n.dead)
 	}
 	if err == nil {
 		err = ends.Error()
@@ -100,7 +107,7 @@ func (l deadLog) read(ctx context.Context) ([]*kgo.Record, error) {
 	}
 	cl, err := kgo.NewClient(store.opts.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		st.n.dead: {0: kgo.NewOffset().At(start.Offset)},
-	}))...)
+	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, store.fail(ctx, "reading the dead letters", err)
 	}
@@ -118,7 +125,9 @@ func (l deadLog) read(ctx context.Context) ([]*kgo.Record, error) {
 			if r.Offset >= end.Offset {
 				return out, nil
 			}
-			out = append(out, r)
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
 			if r.Offset == end.Offset-1 {
 				return out, nil
 			}
@@ -170,8 +179,7 @@ func (l deadLog) Remove(ctx context.Context, pos uint64) error {
 	if !ok {
 		return logstore.ErrGone
 	}
-	return l.s.st.s.produce(ctx, &kgo.Record{Topic: l.s.st.n.dead, Partition: 0,
-		Headers: []kgo.RecordHeader{{Key: hdrRemoves, Value: []byte(strconv.FormatUint(pos, 10))}}})
+	return l.s.st.s.produce(ctx, l.tombstone(pos))
 }
 
 // Purge deletes the dead log's records up to pos.
@@ -197,8 +205,68 @@ func (l deadLog) Subscribed(context.Context) error { return nil }
 // Requeue appends r's message to the subscription's retry log, with its
 // ID, data and header and a fresh attempt count.
 func (l deadLog) Requeue(ctx context.Context, r logstore.DeadRecord, _ string) error {
+	return l.s.st.s.produce(ctx, l.requeued(r))
+}
+
+// requeued is the record of r's message in the subscription's retry log.
+func (l deadLog) requeued(r logstore.DeadRecord) *kgo.Record {
 	c := &kgo.Record{Topic: l.s.st.n.retry, Value: r.Data,
 		Headers: []kgo.RecordHeader{{Key: logstore.HeaderID, Value: []byte(r.ID)}}}
 	putHeader(c, r.Header)
-	return l.s.st.s.produce(ctx, c)
+	return c
+}
+
+// tombstone is the record that removes the dead record at pos.
+func (l deadLog) tombstone(pos uint64) *kgo.Record {
+	return &kgo.Record{Topic: l.s.st.n.dead, Partition: 0,
+		Headers: []kgo.RecordHeader{{Key: hdrRemoves, Value: []byte(strconv.FormatUint(pos, 10))}}}
+}
+
+// RequeueRemove appends r's message to the retry log and r's tombstone
+// to the dead log in one transaction, whose transactional ID is the
+// dead log's and key's: a requeue of r fences every earlier one that has
+// not committed, and sees, after it is the one, whether another
+// committed first.
+func (l deadLog) RequeueRemove(ctx context.Context, r logstore.DeadRecord, key string) error {
+	store := l.s.st.s
+	rctx, cancel := store.request(ctx)
+	defer cancel()
+	cl, err := kgo.NewClient(store.opts.clientOpts(kgo.TransactionalID(l.s.st.n.dead+":"+key),
+		kgo.TransactionTimeout(store.opts.RequestTimeout))...)
+	if err != nil {
+		return store.fail(ctx, "re-queueing a dead message", err)
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(rctx); err != nil { // fences the requeues of r before this one
+		return store.fail(ctx, "re-queueing a dead message", err)
+	}
+	if ok, err := l.Has(ctx, r.Pos); err != nil || !ok {
+		if err == nil {
+			err = logstore.ErrGone
+		}
+		return err
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return store.fail(ctx, "re-queueing a dead message", err)
+	}
+	err = cl.ProduceSync(rctx, l.requeued(r), l.tombstone(r.Pos)).FirstErr()
+	if err != nil {
+		_ = cl.EndTransaction(rctx, kgo.TryAbort)
+	} else {
+		err = cl.EndTransaction(rctx, kgo.TryCommit)
+	}
+	if fenced(err) {
+		return fmt.Errorf("%w (%v)", logstore.ErrGone, err)
+	}
+	if err != nil {
+		return store.fail(ctx, "re-queueing a dead message", err)
+	}
+	return nil
+}
+
+// fenced reports whether err says another producer with the same
+// transactional ID took over.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) == false && errors.Is(err, kerr.ConcurrentTransactions)
 }

@@ -46,6 +46,8 @@ func (m *message) ID() string { return m.id }
 
 // lease starts m's lease, of d, and the renewal of its record lock.
 func (m *message) lease(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.done = make(chan struct{})
 	m.deadline = time.Now().Add(d)
 	m.expiry = time.AfterFunc(d, m.expire)
@@ -98,7 +100,7 @@ func (m *message) end() {
 func (m *message) take() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != leased {
+	if m.state != leased || !time.Now().Before(m.deadline) {
 		return driver.ErrLeaseLost
 	}
 	m.state = settled

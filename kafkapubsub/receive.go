@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -44,7 +45,17 @@ type worker struct {
 
 	mu     sync.Mutex
 	ackErr error // of the acks the cluster answered since the last take
+
+	// pending is a record a poll brought after its Receive had ended,
+	// handed out by the next Receive on w (a poll would auto-accept it).
+	pending *kgo.Record
 }
+
+// fetchWait bounds a share fetch that waits for a record: a member
+// fetches from one broker at a time (a poll brings one record), so a
+// subscription whose logs have leaders on several brokers asks each in
+// turn this often.
+const fetchWait = 50 * time.Millisecond
 
 // retryWait is how long a Receive waits after a failed poll.
 const retryWait = 250 * time.Millisecond
@@ -57,8 +68,16 @@ func (s *subState) take() (*worker, error) {
 		return nil, pubsub.ErrClosed
 	}
 	if n := len(s.idle); n > 0 {
-		w := s.idle[n-1]
-		s.idle = s.idle[:n-1]
+		// A worker with a pending record first, else the last used.
+		i := n - 1
+		for j, w := range s.idle {
+			if w.holds() {
+				i = j
+				break
+			}
+		}
+		w := s.idle[i]
+		s.idle = append(s.idle[:i], s.idle[i+1:]...)
 		return w, nil
 	}
 	o := s.st.s.opts
@@ -68,6 +87,7 @@ func (s *subState) take() (*worker, error) {
 		kgo.ConsumeTopics(s.st.n.log, s.st.n.retry),
 		kgo.ShareMaxRecords(1),
 		kgo.ShareMaxRecordsStrict(),
+		kgo.FetchMaxWait(fetchWait),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			if err := rs.Error(); err != nil {
 				w.mu.Lock()
@@ -87,14 +107,38 @@ func (s *subState) take() (*worker, error) {
 	return w, nil
 }
 
+// holdFor is how long an idle worker may hold records no Receive took
+// (a poll that ended with its Receive's ctx may still bring one) before
+// it is closed, which gives them back to the cluster for the other
+// members: their delivery counts.
+const holdFor = time.Second
+
+// holds reports whether w holds records no Receive took.
+func (w *worker) holds() bool { return w.pending != nil || w.cl.BufferedFetchRecords() > 0 }
+
 // put gives w back, idle; after Close it closes it.
 func (s *subState) put(w *worker) {
 	s.mu.Lock()
 	if !s.closed {
 		s.idle = append(s.idle, w)
 		s.mu.Unlock()
+		time.AfterFunc(holdFor, func() { s.retire(w) })
 		return
 	}
+	delete(s.all, w)
+	s.mu.Unlock()
+	w.cl.Close()
+}
+
+// retire closes w if it is idle and holds records no Receive took.
+func (s *subState) retire(w *worker) {
+	s.mu.Lock()
+	i := slices.Index(s.idle, w)
+	if i < 0 || !w.holds() {
+		s.mu.Unlock()
+		return
+	}
+	s.idle = slices.Delete(s.idle, i, i+1)
 	delete(s.all, w)
 	s.mu.Unlock()
 	w.cl.Close()
@@ -165,7 +209,13 @@ func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.
 	}
 	var logged bool
 	for {
-		fetches := w.cl.PollRecords(pctx, 1)
+		var fetches kgo.Fetches
+		if w.pending == nil {
+			fetches = w.cl.PollRecords(pctx, 1)
+			if recs := fetches.Records(); len(recs) > 0 {
+				w.pending = recs[0]
+			}
+		}
 		if closed() {
 			s.put(w)
 			return pubsub.ErrClosed
@@ -186,11 +236,12 @@ func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.
 			}
 			continue
 		}
-		recs := fetches.Records()
-		if len(recs) == 0 {
+		r := w.pending
+		if r == nil {
 			continue
 		}
-		if m := s.accept(w, recs[0]); m != nil {
+		w.pending = nil
+		if m := s.accept(w, r); m != nil {
 			*d = driver.Delivery{Msg: m, Data: m.r.Value, Header: headerOf(m.r), Attempt: m.attempt}
 			return nil
 		}

@@ -50,6 +50,18 @@ type DeadLog interface {
 	Requeue(ctx context.Context, r DeadRecord, key string) error
 }
 
+// AtomicRequeuer is a DeadLog that appends a requeue and removes its
+// record in one step, which at most one of concurrent requeues of one
+// record passes: a store that cannot remove one record atomically (Kafka
+// removes by appending a tombstone) makes both appends in a transaction.
+// DeadLetters then calls RequeueRemove instead of Requeue and Remove.
+type AtomicRequeuer interface {
+	// RequeueRemove is Requeue and Remove at once: an error wrapping
+	// ErrGone when the record was not kept (another requeue or removal
+	// took it first), and then nothing appended.
+	RequeueRemove(ctx context.Context, r DeadRecord, key string) error
+}
+
 // DeadLetters is the dead-letter ability of a subscription on a log store
 // (driver.DeadLetters and driver.DeadDeleter), over the store's DeadLog.
 type DeadLetters struct {
@@ -120,6 +132,15 @@ func (dl DeadLetters) requeue(ctx context.Context, r DeadRecord) error {
 			err = requeueGone()
 		}
 		return err
+	}
+	if a, ok := dl.Log.(AtomicRequeuer); ok {
+		if err := a.RequeueRemove(ctx, r, RequeueKey(r)); err != nil {
+			if errors.Is(err, ErrGone) {
+				return requeueGone()
+			}
+			return err
+		}
+		return nil
 	}
 	if err := dl.Log.Requeue(ctx, r, RequeueKey(r)); err != nil {
 		return err
