@@ -265,8 +265,9 @@ func (l deadLog) RequeueRemove(ctx context.Context, r logstore.DeadRecord, key s
 }
 
 // fenced reports whether err says another producer with the same
-// transactional ID took over.
+// transactional ID took over, so that this one's transaction did not
+// commit.
 func fenced(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) == false && errors.Is(err, kerr.ConcurrentTransactions)
+		errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, kerr.ConcurrentTransactions)
 }
