@@ -69,70 +69,18 @@ func (s *subState) DeleteDead(ctx context.Context, id string) error {
 	return s.deadLetters().DeleteDead(ctx, id)
 }
 
-// deadLog is the dead log of a subscription.
+// deadLog is the dead log of a subscription, of its generation as this
+// process knows it.
 type deadLog struct{ s *subState }
 
 // read returns the records of the dead log from its start to its end as
 // of now.
 func (l deadLog) read(ctx context.Context) ([]*kgo.Record, error) {
-	st := l.s.st
-	if err := st.ensure(ctx); err != nil {
+	n, err := l.s.names(ctx)
+	if err != nil {
 		return nil, err
 	}
-	store := st.s
-	rctx, cancel := store.request(ctx)
-	defer cancel()
-	starts, err := store.adm.ListStartOffsets(rctx, st.n.dead)
-	if err == nil {
-		err = starts.Error()
-	}
-	var ends kadm.ListedOffsets
-	if err == nil {
-		// Up to the last stable offset: what committed transactions
-		// (RequeueRemove) wrote, and their markers, which the client
-		// below returns (KeepControlRecords), so that the last offset
-		// read is always end-1.
-		ends, err = store.adm.ListCommittedOffsets(rctx, st.n.dead)
-	}
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, store.fail(ctx, "reading the dead letters", err)
-	}
-	start, _ := starts.Lookup(st.n.dead, 0)
-	end, _ := ends.Lookup(st.n.dead, 0)
-	if start.Offset >= end.Offset {
-		return nil, nil
-	}
-	cl, err := kgo.NewClient(store.opts.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-		st.n.dead: {0: kgo.NewOffset().At(start.Offset)},
-	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
-	if err != nil {
-		return nil, store.fail(ctx, "reading the dead letters", err)
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		fetches := cl.PollFetches(rctx)
-		if err := rctx.Err(); err != nil {
-			return nil, store.fail(ctx, "reading the dead letters", err)
-		}
-		if err := fetchErr(fetches); err != nil {
-			return nil, store.fail(ctx, "reading the dead letters", err)
-		}
-		for _, r := range fetches.Records() {
-			if r.Offset >= end.Offset {
-				return out, nil
-			}
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-			if r.Offset == end.Offset-1 {
-				return out, nil
-			}
-		}
-	}
+	return l.s.st.s.readLog(ctx, n.dead, "reading the dead letters")
 }
 
 // Scan calls each for the dead records not removed, oldest first.
@@ -179,7 +127,11 @@ func (l deadLog) Remove(ctx context.Context, pos uint64) error {
 	if !ok {
 		return logstore.ErrGone
 	}
-	return l.s.st.s.produce(ctx, l.tombstone(pos))
+	n, err := l.s.names(ctx)
+	if err != nil {
+		return err
+	}
+	return l.s.st.s.produce(ctx, tombstone(n, pos))
 }
 
 // Purge deletes the dead log's records up to pos.
@@ -187,8 +139,12 @@ func (l deadLog) Purge(ctx context.Context, pos uint64) error {
 	store := l.s.st.s
 	rctx, cancel := store.request(ctx)
 	defer cancel()
+	n, err := l.s.names(ctx)
+	if err != nil {
+		return err
+	}
 	var o kadm.Offsets
-	o.Add(kadm.Offset{Topic: l.s.st.n.dead, Partition: 0, At: int64(pos) + 1})
+	o.Add(kadm.Offset{Topic: n.dead, Partition: 0, At: int64(pos) + 1})
 	resp, err := store.adm.DeleteRecords(rctx, o)
 	if err == nil {
 		err = resp.Error()
@@ -199,26 +155,34 @@ func (l deadLog) Purge(ctx context.Context, pos uint64) error {
 	return err
 }
 
-// Subscribed is nil: the default subscription always exists.
-func (l deadLog) Subscribed(context.Context) error { return nil }
+// Subscribed returns an error wrapping pubsub.ErrNoSubscription unless
+// the subscription exists.
+func (l deadLog) Subscribed(ctx context.Context) error {
+	_, err := l.s.names(ctx)
+	return err
+}
 
 // Requeue appends r's message to the subscription's retry log, with its
 // ID, data and header and a fresh attempt count.
 func (l deadLog) Requeue(ctx context.Context, r logstore.DeadRecord, _ string) error {
-	return l.s.st.s.produce(ctx, l.requeued(r))
+	n, err := l.s.names(ctx)
+	if err != nil {
+		return err
+	}
+	return l.s.st.s.produce(ctx, requeued(n, r))
 }
 
-// requeued is the record of r's message in the subscription's retry log.
-func (l deadLog) requeued(r logstore.DeadRecord) *kgo.Record {
-	c := &kgo.Record{Topic: l.s.st.n.retry, Value: r.Data,
+// requeued is the record of r's message in the subscription's own log.
+func requeued(n subNames, r logstore.DeadRecord) *kgo.Record {
+	c := &kgo.Record{Topic: n.retry, Value: r.Data,
 		Headers: []kgo.RecordHeader{{Key: logstore.HeaderID, Value: []byte(r.ID)}}}
 	putHeader(c, r.Header)
 	return c
 }
 
 // tombstone is the record that removes the dead record at pos.
-func (l deadLog) tombstone(pos uint64) *kgo.Record {
-	return &kgo.Record{Topic: l.s.st.n.dead, Partition: 0,
+func tombstone(n subNames, pos uint64) *kgo.Record {
+	return &kgo.Record{Topic: n.dead, Partition: 0,
 		Headers: []kgo.RecordHeader{{Key: hdrRemoves, Value: []byte(strconv.FormatUint(pos, 10))}}}
 }
 
@@ -229,9 +193,13 @@ func (l deadLog) tombstone(pos uint64) *kgo.Record {
 // committed first.
 func (l deadLog) RequeueRemove(ctx context.Context, r logstore.DeadRecord, key string) error {
 	store := l.s.st.s
+	n, err := l.s.names(ctx)
+	if err != nil {
+		return err
+	}
 	rctx, cancel := store.request(ctx)
 	defer cancel()
-	cl, err := kgo.NewClient(store.opts.clientOpts(kgo.TransactionalID(l.s.st.n.dead+":"+key),
+	cl, err := kgo.NewClient(store.opts.clientOpts(kgo.TransactionalID(n.dead+":"+key),
 		kgo.TransactionTimeout(store.opts.RequestTimeout))...)
 	if err != nil {
 		return store.fail(ctx, "re-queueing a dead message", err)
@@ -249,7 +217,7 @@ func (l deadLog) RequeueRemove(ctx context.Context, r logstore.DeadRecord, key s
 	if err := cl.BeginTransaction(); err != nil {
 		return store.fail(ctx, "re-queueing a dead message", err)
 	}
-	err = cl.ProduceSync(rctx, l.requeued(r), l.tombstone(r.Pos)).FirstErr()
+	err = cl.ProduceSync(rctx, requeued(n, r), tombstone(n, r.Pos)).FirstErr()
 	if err != nil {
 		_ = cl.EndTransaction(rctx, kgo.TryAbort)
 	} else {

@@ -100,7 +100,7 @@ func (m *message) end() {
 func (m *message) take() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != leased || !time.Now().Before(m.deadline) {
+	if m.state != leased || !time.Now().Before(m.deadline) || m.w.dead.Load() {
 		return driver.ErrLeaseLost
 	}
 	m.state = settled
@@ -130,7 +130,7 @@ func (m *message) giveBack(ctx context.Context) error {
 	if int(m.r.DeliveryCount()) < store.opts.DeliveryLimit {
 		return m.finish(ctx, "nack", kgo.AckRelease)
 	}
-	c := m.copyTo(m.w.s.st.n.retry)
+	c := m.copyTo(m.w.s.st.n.sub(m.w.s.name, m.w.d.Gen).retry)
 	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderDelivered, Value: []byte(strconv.Itoa(m.attempt))})
 	if err := store.produce(ctx, c); err != nil {
 		// Released all the same: the cluster archives it at its limit.
@@ -209,7 +209,7 @@ func (s *subState) Dead(ctx context.Context, d *driver.Delivery, reason string) 
 // the record.
 func (m *message) kill(ctx context.Context, reason string) error {
 	store := m.w.s.st.s
-	c := m.copyTo(m.w.s.st.n.dead)
+	c := m.copyTo(m.w.s.st.n.sub(m.w.s.name, m.w.d.Gen).dead)
 	c.Headers = c.Headers[1:] // DeadFields sets the ID
 	logstore.DeadFields(func(k, v string) {
 		c.Headers = append(c.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
@@ -226,7 +226,7 @@ func (s *subState) Extend(ctx context.Context, d *driver.Delivery, by time.Durat
 	m := d.Msg.(*message)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != leased || !m.expiry.Stop() {
+	if m.state != leased || m.w.dead.Load() || !m.expiry.Stop() {
 		return driver.ErrLeaseLost
 	}
 	m.deadline = time.Now().Add(by)

@@ -75,8 +75,7 @@ func (s *store) topic(name string) *topicState {
 	defer s.mu.Unlock()
 	st := s.topics[name]
 	if st == nil {
-		st = &topicState{s: s, name: name, n: topicNames(s.opts.Prefix, name)}
-		st.def = &subState{st: st, name: pubsub.DefaultSubscription}
+		st = &topicState{s: s, name: name, n: topicNames(s.opts.Prefix, name), subs: map[string]*subState{}}
 		s.topics[name] = st
 	}
 	return st
@@ -94,7 +93,15 @@ func (s *store) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	for _, st := range topics {
-		st.def.closeWorkers()
+		st.mu.Lock()
+		subs := make([]*subState, 0, len(st.subs))
+		for _, sub := range st.subs {
+			subs = append(subs, sub)
+		}
+		st.mu.Unlock()
+		for _, sub := range subs {
+			sub.closeWorkers()
+		}
 	}
 	s.bg.Wait()
 	s.cl.Close()
@@ -150,9 +157,9 @@ func isUnavailable(err error) bool {
 	return errors.As(err, &ke) && ke.Retriable || errors.As(err, &ne)
 }
 
-// createTopic creates the Kafka topic name with partitions, unless it
-// exists.
-func (s *store) createTopic(ctx context.Context, name string, partitions int32) error {
+// createTopic creates the Kafka topic name with partitions, compacted
+// if compact, unless it exists.
+func (s *store) createTopic(ctx context.Context, name string, partitions int32, compact bool) error {
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	maxBytes := strconv.Itoa(s.opts.MaxDataSize + headerRoom)
@@ -160,7 +167,12 @@ func (s *store) createTopic(ctx context.Context, name string, partitions int32) 
 	if repl == 0 {
 		repl = -1
 	}
-	resp, err := s.adm.CreateTopic(rctx, partitions, repl, map[string]*string{"max.message.bytes": &maxBytes}, name)
+	configs := map[string]*string{"max.message.bytes": &maxBytes}
+	if compact {
+		policy := "compact"
+		configs["cleanup.policy"] = &policy
+	}
+	resp, err := s.adm.CreateTopic(rctx, partitions, repl, configs, name)
 	if err == nil {
 		err = resp.Err
 	}
@@ -168,6 +180,83 @@ func (s *store) createTopic(ctx context.Context, name string, partitions int32) 
 		return s.fail(ctx, "creating Kafka topic "+name, err)
 	}
 	return nil
+}
+
+// readLog returns the records of partition 0 of topic from its start to
+// its last stable offset as of now, none when topic does not exist.
+// Records of committed transactions are read, their markers not
+// returned.
+func (s *store) readLog(ctx context.Context, topic, doing string) ([]*kgo.Record, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	starts, err := s.adm.ListStartOffsets(rctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	var ends kadm.ListedOffsets
+	if err == nil {
+		// Up to the last stable offset, transaction markers included
+		// (KeepControlRecords), so that the last offset read is end-1.
+		ends, err = s.adm.ListCommittedOffsets(rctx, topic)
+	}
+	if err == nil {
+		err = ends.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.fail(ctx, doing, err)
+	}
+	start, _ := starts.Lookup(topic, 0)
+	end, _ := ends.Lookup(topic, 0)
+	if start.Offset >= end.Offset {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(s.opts.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {0: kgo.NewOffset().At(start.Offset)},
+	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		return nil, s.fail(ctx, doing, err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for {
+		fetches := cl.PollFetches(rctx)
+		if err := rctx.Err(); err != nil {
+			return nil, s.fail(ctx, doing, err)
+		}
+		if err := fetchErr(fetches); err != nil {
+			return nil, s.fail(ctx, doing, err)
+		}
+		for _, r := range fetches.Records() {
+			if r.Offset >= end.Offset {
+				return out, nil
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			if r.Offset == end.Offset-1 {
+				return out, nil
+			}
+		}
+	}
+}
+
+// endOffsets returns the end offset of each partition of topic.
+func (s *store) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	ends, err := s.adm.ListEndOffsets(rctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, s.fail(ctx, "looking up the end of "+topic, err)
+	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
 }
 
 // setGroupConfig sets config key of share group group to value.

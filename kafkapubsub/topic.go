@@ -14,26 +14,28 @@ import (
 )
 
 // topicState is what the store knows of one topic: its names on the
-// cluster, whether its Kafka topics were made, and its default
-// subscription.
+// cluster, whether its log and registry were made, and its
+// subscriptions.
 type topicState struct {
 	s    *store
 	name string
 	n    names
-	def  *subState
 
-	mu    sync.Mutex
-	ready bool // its Kafka topics and share group's config were made
+	regMu sync.Mutex // serializes this process's writes of the registry
+
+	mu          sync.Mutex
+	ready       bool // its log and registry were made
+	publishable bool // it was seen with a subscription (ensurePublishable)
+	subs        map[string]*subState
 }
 
 var _ driver.Topic = (*topicState)(nil)
 
-// Subscription returns the default subscription; there are no named ones
-// yet (the store has no driver.Subscriptions).
-func (st *topicState) Subscription(string) driver.Subscription { return st.def }
+// Subscription returns the state of subscription name of the topic.
+func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
 
-// ensure makes the topic's log, its subscription's own log, its dead log
-// and its share group's start (the earliest record), once per store.
+// ensure makes the topic's log and its registry (compacted), once per
+// store.
 func (st *topicState) ensure(ctx context.Context) error {
 	st.mu.Lock()
 	ready := st.ready
@@ -42,15 +44,10 @@ func (st *topicState) ensure(ctx context.Context) error {
 		return nil
 	}
 	s := st.s
-	for _, t := range []struct {
-		name       string
-		partitions int32
-	}{{st.n.log, s.opts.Partitions}, {st.n.retry, s.opts.Partitions}, {st.n.dead, 1}} {
-		if err := s.createTopic(ctx, t.name, t.partitions); err != nil {
-			return err
-		}
+	if err := s.createTopic(ctx, st.n.log, s.opts.Partitions, false); err != nil {
+		return err
 	}
-	if err := s.setGroupConfig(ctx, st.n.group, "share.auto.offset.reset", "earliest"); err != nil {
+	if err := s.createTopic(ctx, st.n.registry, 1, true); err != nil {
 		return err
 	}
 	st.mu.Lock()
@@ -68,6 +65,9 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 			pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
 	}
 	if err := st.ensure(ctx); err != nil {
+		return false, err
+	}
+	if err := st.ensurePublishable(ctx); err != nil {
 		return false, err
 	}
 	data := m.Data

@@ -146,9 +146,9 @@ func Abilities() pubsubtest.Abilities {
 		Durable: true, Shared: true,
 		DeadLetters: true, DeleteDead: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
-		FailureHook: true, Quiesce: true,
-		// Not yet: Delay (a delay log and its mover), Subscriptions
-		// (a share group per subscription), Stats, Inbox, TopicList,
+		Subscriptions: true, FailureHook: true, Quiesce: true,
+		// Not yet: Delay (a delay log and its mover),
+		// Stats, Inbox, TopicList,
 		// Batch (a transaction). Unique: Kafka cannot refuse a key
 		// across producers. Peek, Cancel, Pause, AckCount: not offered.
 	}
