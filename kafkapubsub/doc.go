@@ -1,7 +1,7 @@
 // Package kafkapubsub is conveyor's backend on Apache Kafka, through
 // franz-go: a pubsub.PubSub whose topics are Kafka topics and whose
-// subscription is a share group (KIP-932, Kafka's queues), shared by every
-// process on the same cluster and Options.Prefix. It is the one-line swap
+// subscriptions are share groups (KIP-932, Kafka's queues), shared by
+// every process on the same cluster and Options.Prefix. It is the one-line swap
 // for the other backends:
 //
 //	natspubsub.Register(ctx)  ⇄  kafkapubsub.Register(ctx)
@@ -17,18 +17,23 @@
 //
 // # Model
 //
-// A topic is three Kafka topics (names.go): its log, its subscription's
-// retry log and its dead log; its subscription is a share group reading
-// the first two from the earliest record. A delivery is a record acquired
-// by a member of the group: Ack accepts it; the lease runs by this
-// process's clock and, when it ends, releases the record (the cluster's
-// record lock is renewed meanwhile); the attempt is the record's delivery
-// count; Nack releases it after the retry backoff, holding its lock
-// meanwhile; a message past the cluster's delivery limit
-// (Options.DeliveryLimit) is appended again to the retry log, keeping its
-// attempts; dead is a copy in the dead log with the raw data, header,
-// reason and attempts, listed, re-queued and purged through
-// pubsub.DeadLetters (package internal/logstore, shared with natspubsub).
+// A topic is a Kafka topic, its log, and a registry of its
+// subscriptions (names.go, subscriptions.go); a subscription is a share
+// group reading the log from where it ended when the subscription was
+// made, and the subscription's own log; it has a dead log. The default
+// subscription follows package pubsub's rules as in natspubsub (a
+// reserve keeps a plain queue's messages until it is declared). A
+// delivery is a record acquired by a member of the group: Ack accepts
+// it; the lease runs by this process's clock and, when it ends, releases
+// the record (the cluster's record lock is renewed meanwhile); the
+// attempt is the record's delivery count; Nack releases it after the
+// retry backoff, holding its lock meanwhile; a message past the
+// cluster's delivery limit (Options.DeliveryLimit) is appended again to
+// the subscription's own log, keeping its attempts; dead is a copy in
+// the dead log with the raw data, header, reason and attempts, listed,
+// re-queued and purged through pubsub.DeadLetters (package
+// internal/logstore, shared with natspubsub). Each subscription's copy
+// of a message has an ID of its own.
 //
 // kafkapubsub is a driver of conveyor's engine (package pubsub/engine):
 // the engine implements the contract, this package only the Kafka store.
@@ -43,9 +48,8 @@
 //     pubsub.ErrLeaseExpired. Ack returns once the cluster answered it.
 //   - A requeue of a dead message is one transaction: of concurrent
 //     requeues of one message, one succeeds.
-//   - Not yet (docs/kafkapubsub.md): named subscriptions, delayed enqueue,
-//     stats, the inbox, a consumer-group mode for clusters without share
-//     groups. Unique enqueue is not offered: Kafka cannot refuse a key
+//   - Not yet (docs/kafkapubsub.md): delayed enqueue, stats, the inbox,
+//     a consumer-group mode for clusters without share groups. Unique enqueue is not offered: Kafka cannot refuse a key
 //     across producers. No caller's transaction (pubsub.WithTx is
 //     ErrUnsupported).
 package kafkapubsub

@@ -53,13 +53,15 @@ func (m *message) lease(d time.Duration) {
 	m.expiry = time.AfterFunc(d, m.expire)
 	lock := m.w.s.st.s.opts.RecordLock
 	m.renew = time.NewTicker(lock / 3)
-	renew, done := m.renew, m.done
+	renew, done, closed := m.renew, m.done, m.w.s.st.s.ctx.Done()
 	go func() {
 		for {
 			select {
 			case <-renew.C:
 				m.r.Ack(kgo.AckRenew)
 			case <-done:
+				return
+			case <-closed: // the store closes the member, which releases the record
 				return
 			}
 		}

@@ -12,12 +12,12 @@ import (
 const pkg = "kafkapubsub"
 
 // PubSub is the Kafka backend: conveyor's engine over a store whose
-// topics are Kafka topics and whose subscription is a share group on
-// each, shared by every process that uses the same cluster and
+// topics are Kafka topics and whose subscriptions are share groups on
+// them, shared by every process that uses the same cluster and
 // Options.Prefix. Make it with New; it is safe for concurrent use.
 //
 // Besides pubsub.Topic a handle has pubsub.DeadLetters and
-// pubsub.DeadDeleter. Close stops the PubSub: every handle and delivery
+// pubsub.DeadDeleter; the PubSub is a pubsub.Subscriber. Close stops the PubSub: every handle and delivery
 // returns pubsub.ErrClosed from then on, blocked calls return, and the
 // records its share-group members hold go back to the cluster.
 type PubSub struct {
@@ -25,7 +25,10 @@ type PubSub struct {
 	s *store
 }
 
-var _ pubsub.PubSub = (*PubSub)(nil)
+var (
+	_ pubsub.PubSub     = (*PubSub)(nil)
+	_ pubsub.Subscriber = (*PubSub)(nil)
+)
 
 // New returns a PubSub on the cluster of opts.Brokers (or
 // $KAFKA_BROKERS). A bad option is an error wrapping ErrInvalidConfig,
