@@ -32,6 +32,8 @@ type subState struct {
 	st   *topicState
 	name string
 
+	lookMu sync.Mutex // one lookup at a time (desc)
+
 	mu     sync.Mutex
 	d      subDesc // its registry entry, when have
 	have   bool
@@ -142,6 +144,15 @@ func (s *subState) desc(ctx context.Context) (subDesc, error) {
 	if have {
 		return d, nil
 	}
+	// The Receives that start together wait for one lookup.
+	s.lookMu.Lock()
+	defer s.lookMu.Unlock()
+	s.mu.Lock()
+	d, have = s.d, s.have
+	s.mu.Unlock()
+	if have {
+		return d, nil
+	}
 	return s.lookup(ctx)
 }
 
@@ -165,7 +176,12 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 	if _, err := store.Subscribe(ctx, s.st.name, s.name, store.env.Defaults); err != nil {
 		return subDesc{}, err
 	}
-	return s.desc(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.have { // deleted meanwhile
+		return subDesc{}, fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
+	}
+	return s.d, nil
 }
 
 // names returns the names of the subscription's generation.
