@@ -33,7 +33,9 @@
 // the dead log with the raw data, header, reason and attempts, listed,
 // re-queued and purged through pubsub.DeadLetters (package
 // internal/logstore, shared with natspubsub). Each subscription's copy
-// of a message has an ID of its own.
+// of a message has an ID of its own. A delayed message waits in the
+// topic's delay log, read by a mover that keeps what is not due in
+// memory and publishes each when due (delay.go).
 //
 // kafkapubsub is a driver of conveyor's engine (package pubsub/engine):
 // the engine implements the contract, this package only the Kafka store.
@@ -48,8 +50,11 @@
 //     pubsub.ErrLeaseExpired. Ack returns once the cluster answered it.
 //   - A requeue of a dead message is one transaction: of concurrent
 //     requeues of one message, one succeeds.
-//   - Not yet (docs/kafkapubsub.md): delayed enqueue, stats, the inbox,
-//     a consumer-group mode for clusters without share groups. Unique enqueue is not offered: Kafka cannot refuse a key
+//   - EnqueueAt publishes when due, within a moment, at least once (a
+//     mover stopped between a publish and its commit publishes again,
+//     with the same message ID).
+//   - Not yet (docs/kafkapubsub.md): stats, the inbox, a consumer-group
+//     mode for clusters without share groups. Unique enqueue is not offered: Kafka cannot refuse a key
 //     across producers. No caller's transaction (pubsub.WithTx is
 //     ErrUnsupported).
 package kafkapubsub

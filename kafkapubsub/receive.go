@@ -310,6 +310,9 @@ func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.
 	if err := s.st.ensure(ctx); err != nil {
 		return err
 	}
+	if err := s.st.startMover(ctx); err != nil {
+		return err
+	}
 	store := s.st.s
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -424,11 +427,13 @@ func fetchErr(fetches kgo.Fetches) error {
 
 // accept makes a delivery of r, leased, or returns nil after dealing
 // with a record not to be handed out: one of the log's published for
-// other subscriptions before the default was declared (accepted), or one
-// whose last allowed lease ran out (dead).
+// other subscriptions before the default was declared, or delayed before
+// the subscription was made (accepted), or one whose last allowed lease
+// ran out (dead).
 func (s *subState) accept(w *worker, r *kgo.Record) *message {
 	store := s.st.s
-	if r.Topic == s.st.n.log && w.d.skips(r.Partition, r.Offset) {
+	if r.Topic == s.st.n.log && (w.d.skips(r.Partition, r.Offset) ||
+		logstore.EnqueuedBefore(func(k string) string { return get(r, k) }, time.Unix(0, w.d.Created))) {
 		r.Ack(kgo.AckAccept)
 		return nil
 	}

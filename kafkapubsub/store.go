@@ -58,12 +58,11 @@ func (o resolved) clientOpts(more ...kgo.Opt) []kgo.Opt {
 	}, more...)
 }
 
-// Open keeps env. The store honours none of Outgoing's optional fields
-// yet: no delay, no unique key (Kafka cannot refuse a key across
-// producers), no caller's transaction.
+// Open keeps env. The store honours delays (delay.go); no unique key
+// (Kafka cannot refuse a key across producers), no caller's transaction.
 func (s *store) Open(env driver.Env) (driver.Features, error) {
 	s.env = env
-	return 0, nil
+	return driver.Delay, nil
 }
 
 // Topic returns the topic name, its state made on first use.

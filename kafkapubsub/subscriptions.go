@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,6 +57,9 @@ type subDesc struct {
 	// Retry is the retry policy it was made with, nil for one made
 	// without (it delivers with each PubSub's).
 	Retry *pubsub.RetryPolicy `json:"retry,omitempty"`
+	// Created is when it was made, in nanoseconds since the Unix epoch,
+	// by its maker's clock: a message delayed before is not its own.
+	Created int64 `json:"created,omitempty"`
 }
 
 // skips reports whether the record at offset of partition of the topic's
@@ -103,7 +107,7 @@ func (st *topicState) drop(ctx context.Context, sub string) error {
 // dead log and its share group, which starts at the log's end; reserve
 // and retry as given. It does not write the registry.
 func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
-	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry}
+	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano()}
 	n := st.n.sub(sub, d.Gen)
 	s := st.s
 	if err := s.createTopic(ctx, n.retry, s.opts.Partitions, false); err != nil {

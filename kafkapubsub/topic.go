@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -26,6 +27,7 @@ type topicState struct {
 	mu          sync.Mutex
 	ready       bool // its log and registry were made
 	publishable bool // it was seen with a subscription (ensurePublishable)
+	moving      bool // this store runs its mover (delay.go)
 	subs        map[string]*subState
 }
 
@@ -69,6 +71,9 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 	}
 	if err := st.ensurePublishable(ctx); err != nil {
 		return false, err
+	}
+	if !m.At.IsZero() && time.Now().Before(m.At) {
+		return true, st.publishAt(ctx, m.Data, m.Header, m.At)
 	}
 	data := m.Data
 	if !m.Owned {

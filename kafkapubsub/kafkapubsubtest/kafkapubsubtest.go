@@ -143,12 +143,11 @@ func Harness(t testing.TB, base kafkapubsub.Options) pubsubtest.Harness {
 // (kafkapubsub's doc).
 func Abilities() pubsubtest.Abilities {
 	return pubsubtest.Abilities{
-		Durable: true, Shared: true,
+		Durable: true, Shared: true, Delay: true,
 		DeadLetters: true, DeleteDead: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true, FailureHook: true, Quiesce: true,
-		// Not yet: Delay (a delay log and its mover),
-		// Stats, Inbox, TopicList,
+		// Not yet: Stats, Inbox, TopicList,
 		// Batch (a transaction). Unique: Kafka cannot refuse a key
 		// across producers. Peek, Cancel, Pause, AckCount: not offered.
 	}
