@@ -47,6 +47,31 @@ func (st *topicState) publishAt(ctx context.Context, data []byte, h pubsub.Heade
 	return st.s.produce(ctx, r)
 }
 
+// startMoverAsync starts the topic's mover in the background, unless it
+// runs: a consumer starts it, without waiting for it.
+func (st *topicState) startMoverAsync() {
+	st.mu.Lock()
+	started := st.moving || st.starting
+	st.starting = true
+	st.mu.Unlock()
+	if started {
+		return
+	}
+	s := st.s
+	s.goBackground(func() {
+		for s.ctx.Err() == nil {
+			err := st.startMover(s.ctx)
+			if err == nil {
+				return
+			}
+			select {
+			case <-time.After(retryWait):
+			case <-s.ctx.Done():
+			}
+		}
+	})
+}
+
 // startMover makes the delay log and starts the topic's mover in this
 // store, once.
 func (st *topicState) startMover(ctx context.Context) error {

@@ -172,8 +172,15 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		s.forget()
 		return subDesc{}, fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
 	}
+	// Declared whatever the caller's ctx: a Dequeue that ends first
+	// still makes the default a subscription.
 	store := s.st.s
-	if _, err := store.Subscribe(ctx, s.st.name, s.name, store.env.Defaults); err != nil {
+	dctx, cancel := store.request(context.WithoutCancel(ctx))
+	defer cancel()
+	if _, err := store.Subscribe(dctx, s.st.name, s.name, store.env.Defaults); err != nil {
+		if ctx.Err() != nil {
+			return subDesc{}, ctx.Err()
+		}
 		return subDesc{}, err
 	}
 	s.mu.Lock()
@@ -310,9 +317,7 @@ func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.
 	if err := s.st.ensure(ctx); err != nil {
 		return err
 	}
-	if err := s.st.startMover(ctx); err != nil {
-		return err
-	}
+	s.st.startMoverAsync()
 	store := s.st.s
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()

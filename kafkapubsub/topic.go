@@ -28,6 +28,7 @@ type topicState struct {
 	ready       bool // its log and registry were made
 	publishable bool // it was seen with a subscription (ensurePublishable)
 	moving      bool // this store runs its mover (delay.go)
+	starting    bool // startMoverAsync was called
 	subs        map[string]*subState
 }
 
