@@ -11,32 +11,22 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
-// A delayed message waits in the topic's schedule stream (names.go), a
-// work queue read by one durable consumer, the mover, until it is due:
-// then it is published to the topic like any message, for every
-// subscription the topic has at that time, and removed from the schedule.
-// Every process that consumes the topic or delays a message on it runs the
-// mover's loop, sharing the consumer: a message not due yet is given back
-// to the server for the time it still has to wait (a delayed negative
-// ack), so it is fetched again when due. A due message is published with a
-// Nats-Msg-Id of its place in the schedule, so that a mover stopped between
-// the publish and the schedule's ack publishes it once, within
-// Options.UniqueWindow. NATS 2.9 has no scheduled messages of its own: a
-// schedule of many messages due far apart costs the server a delayed
-// redelivery each, and a message is published within a few milliseconds
-// after it is due, not at the instant.
-
-// Headers of a delayed message, times in nanoseconds since the Unix epoch:
-// its due time, and when it was enqueued, so that a subscription made
-// after that skips it when due (the server's clock dates the
-// subscription's consumer, this process's clock the enqueue).
-const (
-	hdrDue      = "Conveyor-Due"
-	hdrEnqueued = "Conveyor-Enqueued"
-)
+// A delayed message waits in the topic's schedule stream (names.go), the
+// delay log of the log layer (logstore: its headers, the mover's loop and
+// its move of one record), a work queue read by one durable consumer, the
+// mover. A message not due yet is given back to the server for the time
+// it still has to wait (a delayed negative ack), so it is fetched again
+// when due. A due message is published with a Nats-Msg-Id of its place
+// in the schedule, so that a mover stopped between the publish and the
+// schedule's ack publishes it once, within Options.UniqueWindow. NATS 2.9
+// has no scheduled messages of its own: a schedule of many messages due
+// far apart costs the server a delayed redelivery each, and a message is
+// published within a few milliseconds after it is due, not at the
+// instant.
 
 // moverName is the durable consumer of a schedule stream.
 const moverName = "mover"
@@ -52,11 +42,8 @@ func (st *topicState) publishAt(ctx context.Context, data []byte, h pubsub.Heade
 		return err
 	}
 	st.startMover()
-	msg := &nats.Msg{Subject: st.n.schedule, Data: data, Header: nats.Header{
-		hdrID:       []string{nuid.Next()},
-		hdrDue:      []string{strconv.FormatInt(at.UnixNano(), 10)},
-		hdrEnqueued: []string{strconv.FormatInt(time.Now().UnixNano(), 10)},
-	}}
+	msg := &nats.Msg{Subject: st.n.schedule, Data: data, Header: nats.Header{hdrID: []string{nuid.Next()}}}
+	logstore.DelayFields(msg.Header.Set, at, time.Now())
 	putHeader(msg.Header, h)
 	_, err := st.publishMsg(ctx, msg)
 	return err
@@ -110,26 +97,18 @@ func (st *topicState) startMover() {
 // closes. While the server cannot be reached it keeps trying, logging
 // once.
 func (st *topicState) move() {
-	ctx := st.ps.ctx
-	var logged bool
-	for ctx.Err() == nil {
-		err := st.moveOnce(ctx)
-		if err == nil || ctx.Err() != nil {
-			logged = false
-			continue
-		}
-		wait := retryWait
+	logstore.RunMover(st.ps.ctx, st.moveOnce, func(err error) time.Duration {
 		if errors.Is(err, ErrNoStream) {
-			wait = fetchWait // bound to streams the operator has not made yet
-		} else if !logged {
-			st.ps.opts.Logger.Warn("natspubsub: moving delayed messages failed; retrying", "topic", st.name, "error", err)
-			logged = true
+			return fetchWait // bound to streams the operator has not made yet
 		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		return retryWait
+	}, func(err error) bool {
+		if errors.Is(err, ErrNoStream) {
+			return false
 		}
-	}
+		st.ps.opts.Logger.Warn("natspubsub: moving delayed messages failed; retrying", "topic", st.name, "error", err)
+		return true
+	})
 }
 
 // moveOnce makes one pull request of the mover, waiting up to fetchWait,
@@ -146,7 +125,7 @@ func (st *topicState) moveOnce(ctx context.Context) error {
 		return err
 	}
 	for jm := range batch.Messages() {
-		if err := st.due(ctx, jm); err != nil {
+		if err := logstore.Move(ctx, delayed{st, jm}); err != nil {
 			return err
 		}
 	}
@@ -161,17 +140,22 @@ func (st *topicState) moveOnce(ctx context.Context) error {
 	return nil
 }
 
-// due publishes the delayed message jm to the topic if it is due, and
-// gives it back for the time it still has to wait if not. The message
-// keeps its header.
-func (st *topicState) due(ctx context.Context, jm jetstream.Msg) error {
-	at, err := strconv.ParseInt(jm.Headers().Get(hdrDue), 10, 64)
-	if err != nil {
-		at = 0 // not published by conveyor: due now
-	}
-	if wait := time.Until(time.Unix(0, at)); wait > 0 {
-		return jm.NakWithDelay(wait)
-	}
+// delayed is a record of the schedule stream, fetched by the mover.
+type delayed struct {
+	st *topicState
+	jm jetstream.Msg
+}
+
+// Get returns the record's header key.
+func (d delayed) Get(key string) string { return d.jm.Headers().Get(key) }
+
+// Later gives the record back to the server, for a redelivery after wait.
+func (d delayed) Later(wait time.Duration) error { return d.jm.NakWithDelay(wait) }
+
+// Publish publishes the record to the topic, with its ID, enqueue time
+// and header, and a Nats-Msg-Id of its ID.
+func (d delayed) Publish(ctx context.Context) error {
+	st, jm := d.st, d.jm
 	meta, err := jm.Metadata()
 	if err != nil {
 		return err
@@ -189,12 +173,15 @@ func (st *topicState) due(ctx context.Context, jm jetstream.Msg) error {
 		jetstream.MsgIDHeader: []string{"s:" + id},
 	}}
 	putHeader(msg.Header, headerOf(jm.Headers()))
-	if _, err := st.publishMsg(ctx, msg); err != nil {
-		return err
-	}
-	rctx, cancel := st.ps.request(ctx)
+	_, err = st.publishMsg(ctx, msg)
+	return err
+}
+
+// Done acks the record, waiting for the server.
+func (d delayed) Done(ctx context.Context) error {
+	rctx, cancel := d.st.ps.request(ctx)
 	defer cancel()
-	return jm.DoubleAck(rctx)
+	return d.jm.DoubleAck(rctx)
 }
 
 // scheduled counts the topic's delayed messages: 0 when it has no

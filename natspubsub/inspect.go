@@ -4,17 +4,16 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Inspection (admin.TopicLister, DeadDeleter). The topics are the
+// Inspection (pubsub.TopicLister, DeadDeleter). The topics are the
 // streams of this prefix, named by their descriptions; the dead messages
 // are kept one per message of the dead-letter stream, so one can be
 // deleted by its sequence. Peeker and Canceler are not offered: the
@@ -30,7 +29,7 @@ var (
 
 // Topics returns every topic whose stream exists under this PubSub's
 // prefix, with its subscriptions (each stream's consumers but the reserve).
-func (ps *store) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
+func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	rctx, cancel := ps.request(ctx)
 	defer cancel()
 	prefix := ps.opts.Prefix + "_t_"
@@ -45,15 +44,15 @@ func (ps *store) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
 	if err := list.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		return nil, ps.fail(ctx, "listing streams", err)
 	}
-	out := make([]admin.TopicInfo, 0, len(names))
+	out := make([]pubsub.TopicInfo, 0, len(names))
 	for _, name := range names {
 		subs, err := ps.Subscriptions(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, admin.TopicInfo{Name: name, Subscriptions: subs})
+		out = append(out, pubsub.TopicInfo{Name: name, Subscriptions: subs})
 	}
-	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -61,37 +60,4 @@ func (ps *store) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
 // perhaps with a copy's suffix, or "seq-" and a stream sequence.
 func validID(id string) bool {
 	return id != "" && strings.Trim(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-") == ""
-}
-
-// DeleteDead deletes the dead message id of the subscription for good.
-func (s *subState) DeleteDead(ctx context.Context, id string) error {
-	if !validID(id) {
-		return admin.ErrInvalidID
-	}
-	var seq uint64
-	err := s.scanDead(ctx, func(e deadEntry) bool {
-		if e.ID == id {
-			seq = e.seq
-		}
-		return seq == 0
-	})
-	if err != nil {
-		return err
-	}
-	if seq == 0 {
-		return fmt.Errorf("no dead message with that ID: %w", admin.ErrNotFound)
-	}
-	d, err := s.st.deadStream(ctx, false)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := s.st.ps.request(ctx)
-	defer cancel()
-	if err := d.DeleteMsg(rctx, seq); err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return admin.ErrNotFound
-		}
-		return s.st.ps.fail(ctx, "deleting the dead message", err)
-	}
-	return nil
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
@@ -127,8 +126,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 // the subscription's consumer was made: a subscription gets only what was
 // enqueued after it, whenever it is due.
 func delayedBefore(jm jetstream.Msg, created time.Time) bool {
-	enqueued, err := strconv.ParseInt(jm.Headers().Get(hdrEnqueued), 10, 64)
-	return err == nil && created.UnixNano() > enqueued
+	return logstore.EnqueuedBefore(jm.Headers().Get, created)
 }
 
 // acked counts an ack that err says was sent, for the topic's pruning.
@@ -260,14 +258,10 @@ func (m *message) kill(ctx context.Context, reason string) error {
 		Subject: st.n.deadPrefix + m.s.tok,
 		Data:    m.jm.Data(),
 		Header: nats.Header{
-			hdrID:         []string{m.id},
-			hdrAttempts:   []string{strconv.Itoa(m.slot.Delivery.Attempt)},
 			nats.MsgIdHdr: []string{fmt.Sprintf("%s:%d:dead", m.s.tok, m.seq)},
 		},
 	}
-	if reason != "" {
-		msg.Header.Set(hdrError, escapeReason(reason, maxReasonLen))
-	}
+	logstore.DeadFields(msg.Header.Set, m.id, m.slot.Delivery.Attempt, reason)
 	putHeader(msg.Header, m.slot.Delivery.Header)
 	rctx, cancel := st.ps.request(ctx)
 	defer cancel()
@@ -288,22 +282,4 @@ func (m *message) kill(ctx context.Context, reason string) error {
 	}
 	st.acked.Add(1)
 	return nil
-}
-
-// escapeReason returns reason escaped for a header value (which holds no
-// line breaks), cut at a character's end so that the escaped form takes at
-// most limit bytes: the budget is of what goes on the wire, where a
-// non-ASCII character takes three times its bytes.
-func escapeReason(reason string, limit int) string {
-	var b strings.Builder
-	for i := 0; i < len(reason); {
-		_, size := utf8.DecodeRuneInString(reason[i:]) // 1 for a byte that is not UTF-8
-		e := url.QueryEscape(reason[i : i+size])
-		if b.Len()+len(e) > limit {
-			break
-		}
-		b.WriteString(e)
-		i += size
-	}
-	return b.String()
 }

@@ -32,10 +32,9 @@ const (
 	// attempts and last error). A caller's pubsub.Header counts toward
 	// Options.MaxDataSize with the data (see wireSize).
 	headerRoom = 4 << 10
-	// maxReasonLen bounds the last error kept with a dead message, as
-	// escaped in its header: with its ID, attempts and Nats-Msg-Id it fits
-	// in headerRoom beside a message of MaxDataSize.
-	maxReasonLen = 2 << 10
+	// The last error kept with a dead message is bounded, as escaped in
+	// its header, by logstore.MaxReasonLen: with its ID, attempts and
+	// Nats-Msg-Id it fits in headerRoom beside a message of MaxDataSize.
 )
 
 // Options configures a PubSub. The zero value means the defaults.

@@ -11,16 +11,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Headers conveyor sets on the messages it publishes (a message's
-// pubsub.Header has keys of its own: header.go).
+// Headers conveyor sets on the messages it publishes, the log layer's
+// (a message's pubsub.Header has keys of its own: header.go).
 const (
-	hdrID       = "Conveyor-Id"       // the message's ID, kept across re-queues
-	hdrAttempts = "Conveyor-Attempts" // a dead message's deliveries
-	hdrError    = "Conveyor-Error"    // a dead message's last error
+	hdrID         = logstore.HeaderID
+	hdrAttempts   = logstore.HeaderAttempts
+	hdrError      = logstore.HeaderError
+	hdrDue        = logstore.HeaderDue
+	hdrEnqueued   = logstore.HeaderEnqueued
+	hdrUser       = logstore.HeaderUser
+	hdrUserPadded = logstore.HeaderUserPadded
 )
 
 // uniquePrefix starts the Nats-Msg-Id of a unique enqueue, followed by the

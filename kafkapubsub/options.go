@@ -1,0 +1,148 @@
+package kafkapubsub
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/pubsub"
+)
+
+// ErrInvalidConfig is wrapped by the error of New and Register for an
+// option that makes no sense.
+var ErrInvalidConfig = errors.New("kafkapubsub: invalid configuration")
+
+// Defaults of Options.
+const (
+	// DefaultPrefix starts the names of a PubSub's Kafka topics and
+	// groups.
+	DefaultPrefix = "conveyor"
+	// DefaultRequestTimeout bounds each request to the cluster whose ctx
+	// has no earlier deadline.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultPartitions is the partition count of a topic conveyor
+	// creates: one keeps a subscription's order (FIFO).
+	DefaultPartitions = 1
+	// DefaultDeliveryLimit is Kafka's default share-group delivery count
+	// limit (group.share.delivery.count.limit): the broker archives a
+	// record released this often.
+	DefaultDeliveryLimit = 5
+	// DefaultRecordLock is Kafka's default share-group record lock
+	// (group.share.record.lock.duration.ms).
+	DefaultRecordLock = 30 * time.Second
+	// headerRoom is the part of a record kept for the headers conveyor
+	// adds (its ID, and a dead message's attempts and last error); a
+	// caller's pubsub.Header counts toward Options.MaxDataSize.
+	headerRoom = 8 << 10
+)
+
+// Options configures a PubSub. The zero value means the defaults, with
+// the brokers of $KAFKA_BROKERS.
+type Options struct {
+	// Brokers are the seed brokers, host:port. Empty means
+	// $KAFKA_BROKERS, a comma-separated list.
+	Brokers []string
+	// Prefix starts the names of the PubSub's Kafka topics and share
+	// groups: PubSubs with the same Prefix on one cluster share their
+	// topics. 1 to 32 ASCII letters, digits, '-' or '_'. "" means
+	// DefaultPrefix.
+	Prefix string
+	// Retry decides when a nacked message comes back and when it is dead.
+	Retry pubsub.RetryPolicy
+	// Lease is how long a delivery may stay unsettled before the message
+	// is delivered again. 0 means pubsub.DefaultLease.
+	Lease time.Duration
+	// MaxDataSize is the largest payload accepted, in bytes, header
+	// included. 0 means pubsub.DefaultMaxDataSize.
+	MaxDataSize int
+	// RequestTimeout bounds each request to the cluster whose ctx has no
+	// earlier deadline. 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Partitions is the partition count of a topic conveyor creates. 0
+	// means DefaultPartitions.
+	Partitions int32
+	// Replication is the replication factor of a topic conveyor creates.
+	// 0 means the cluster's default.
+	Replication int16
+	// DeliveryLimit is the cluster's share-group delivery count limit:
+	// a message whose delivery count reaches it is appended again to its
+	// subscription's retry log rather than released, which would archive
+	// it. 0 means DefaultDeliveryLimit.
+	DeliveryLimit int
+	// RecordLock is the cluster's share-group record lock: a delivery
+	// held longer (a long lease, an extension, a retry's backoff) renews
+	// it every third of it. 0 means DefaultRecordLock.
+	RecordLock time.Duration
+	// OnFailure hears of each failure nobody returns (pubsub.Failure).
+	OnFailure func(pubsub.Failure)
+	// Logger receives what no caller can be given. nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// resolved is Options with its defaults applied.
+type resolved struct {
+	Options
+}
+
+// resolve applies the defaults, or returns an error wrapping
+// ErrInvalidConfig naming the field that makes no sense.
+func (o Options) resolve() (resolved, error) {
+	shared, err := backend.Options{Retry: o.Retry, Lease: o.Lease, MaxDataSize: o.MaxDataSize, Logger: o.Logger}.Resolve(pkg, 0, "")
+	if err != nil {
+		return resolved{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	o.Retry, o.Lease, o.MaxDataSize, o.Logger = shared.Retry, shared.Lease, shared.MaxDataSize, shared.Logger
+	bad := func(format string, args ...any) (resolved, error) {
+		return resolved{}, fmt.Errorf("%w: Options."+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if len(o.Brokers) == 0 {
+		if env := os.Getenv("KAFKA_BROKERS"); env != "" {
+			o.Brokers = strings.Split(env, ",")
+		}
+	}
+	switch {
+	case len(o.Brokers) == 0:
+		return bad("Brokers is empty and $KAFKA_BROKERS is not set")
+	case o.RequestTimeout < 0:
+		return bad("RequestTimeout is %v, want 0 (default) or more", o.RequestTimeout)
+	case o.Partitions < 0:
+		return bad("Partitions is %d, want 0 (default) or more", o.Partitions)
+	case o.Replication < 0:
+		return bad("Replication is %d, want 0 (default) or more", o.Replication)
+	case o.DeliveryLimit < 0 || o.DeliveryLimit == 1:
+		return bad("DeliveryLimit is %d, want 0 (default) or 2 or more", o.DeliveryLimit)
+	case o.RecordLock < 0:
+		return bad("RecordLock is %v, want 0 (default) or more", o.RecordLock)
+	case !validPrefix(o.Prefix):
+		return bad("Prefix is %q, want 1 to 32 ASCII letters, digits, '-' or '_'", o.Prefix)
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Partitions == 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.DeliveryLimit == 0 {
+		o.DeliveryLimit = DefaultDeliveryLimit
+	}
+	if o.RecordLock == 0 {
+		o.RecordLock = DefaultRecordLock
+	}
+	return resolved{o}, nil
+}
+
+// validPrefix reports whether p is "" or a prefix Options.Prefix takes.
+func validPrefix(p string) bool {
+	if len(p) > 32 {
+		return false
+	}
+	return strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == ""
+}

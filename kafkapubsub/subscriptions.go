@@ -1,0 +1,297 @@
+package kafkapubsub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
+)
+
+// A topic's subscriptions are kept in its registry, a compacted log keyed
+// by the subscription's name (names.go), read whole by the calls that
+// need it: every process with the same prefix sees the same ones. Each
+// subscription is a share group that starts at the end of the topic's log
+// as it was when the subscription was made, so it gets what is
+// published after. package pubsub's rules on the default subscription map
+// onto them as in natspubsub:
+//
+//   - A publish to a topic without subscriptions first makes the default
+//     subscription in reserve (not listed): it keeps a plain queue's
+//     messages.
+//   - Consuming the default, or subscribing to its name, declares it.
+//   - A named subscription made while the default is a reserve notes, in
+//     the reserve, where the log ended then (Until): the default, once
+//     declared, skips the records from there to where the log ended at
+//     its declaration, which were published for the named ones.
+//   - DeleteSubscription removes it from the registry and deletes its
+//     group and logs; the last one is replaced by a reserve, so later
+//     publishes are kept for the default.
+//
+// The registry's writes of one process are serialized; two processes
+// making one subscription at once may both make a generation, and the
+// last written wins: the other's members read a group nobody lists.
+
+var _ driver.Subscriptions = (*store)(nil)
+
+// subDesc is a subscription as its registry keeps it.
+type subDesc struct {
+	Sub string `json:"subscription"`
+	// Gen is the generation in its names (names.go).
+	Gen     string `json:"gen"`
+	Reserve bool   `json:"reserve,omitempty"`
+	// Until: the reserve's messages end at these offsets of the log's
+	// partitions (nil: none ends yet).
+	Until map[int32]int64 `json:"until,omitempty"`
+	// SkipFrom to SkipTo (exclusive): offsets of the log's partitions
+	// that are not the declared default's.
+	SkipFrom map[int32]int64 `json:"skip_from,omitempty"`
+	SkipTo   map[int32]int64 `json:"skip_to,omitempty"`
+	// Retry is the retry policy it was made with, nil for one made
+	// without (it delivers with each PubSub's).
+	Retry *pubsub.RetryPolicy `json:"retry,omitempty"`
+	// Created is when it was made, in nanoseconds since the Unix epoch,
+	// by its maker's clock: a message delayed before is not its own.
+	Created int64 `json:"created,omitempty"`
+}
+
+// skips reports whether the record at offset of partition of the topic's
+// log is not the subscription's.
+func (d subDesc) skips(partition int32, offset int64) bool {
+	from, ok := d.SkipFrom[partition]
+	return ok && offset >= from && offset < d.SkipTo[partition]
+}
+
+// registry reads the topic's subscriptions.
+func (st *topicState) registry(ctx context.Context) (map[string]subDesc, error) {
+	recs, err := st.s.readLog(ctx, st.n.registry, "reading the subscriptions of "+st.name)
+	if err != nil {
+		return nil, err
+	}
+	reg := map[string]subDesc{}
+	for _, r := range recs {
+		if r.Value == nil {
+			delete(reg, string(r.Key))
+			continue
+		}
+		var d subDesc
+		if json.Unmarshal(r.Value, &d) == nil && d.Sub == string(r.Key) {
+			reg[d.Sub] = d
+		}
+	}
+	return reg, nil
+}
+
+// write keeps d in the registry.
+func (st *topicState) write(ctx context.Context, d subDesc) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(d.Sub), Value: b})
+}
+
+// drop removes sub from the registry.
+func (st *topicState) drop(ctx context.Context, sub string) error {
+	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(sub)})
+}
+
+// create makes a new generation of subscription sub: its own log, its
+// dead log and its share group, which starts at the log's end; reserve
+// and retry as given. It does not write the registry.
+func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
+	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano()}
+	n := st.n.sub(sub, d.Gen)
+	s := st.s
+	if err := s.createTopic(ctx, n.retry, s.opts.Partitions, false); err != nil {
+		return d, err
+	}
+	if err := s.createTopic(ctx, n.dead, 1, false); err != nil {
+		return d, err
+	}
+	ends, err := s.endOffsets(ctx, st.n.log)
+	if err != nil {
+		return d, err
+	}
+	// A requeue's transaction that lost (dead.go) is aborted: the group
+	// must not read it.
+	if err := s.setGroupConfig(ctx, n.group, "share.isolation.level", "read_committed"); err != nil {
+		return d, err
+	}
+	var o kadm.Offsets
+	for p, at := range ends {
+		o.Add(kadm.Offset{Topic: st.n.log, Partition: p, At: at})
+	}
+	for p := range s.opts.Partitions {
+		o.Add(kadm.Offset{Topic: n.retry, Partition: p, At: 0})
+	}
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	resp, err := s.adm.AlterShareGroupOffsets(rctx, n.group, o)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return d, s.fail(ctx, "starting share group "+n.group, err)
+	}
+	return d, nil
+}
+
+// Subscribe creates subscription sub of topic unless it exists, with
+// cfg's retry policy when it is its own, and returns the subscription's
+// configuration.
+func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
+	st := s.topic(topic)
+	if err := st.ensure(ctx); err != nil {
+		return driver.SubscriptionConfig{}, err
+	}
+	var own *pubsub.RetryPolicy
+	if cfg.Own {
+		own = &cfg.Retry
+	}
+	st.regMu.Lock()
+	defer st.regMu.Unlock()
+	reg, err := st.registry(ctx)
+	if err != nil {
+		return driver.SubscriptionConfig{}, err
+	}
+	d, ok := reg[sub]
+	switch {
+	case ok && d.Reserve: // the default's: declared
+		d.Reserve, d.Retry = false, own
+		if d.Until != nil {
+			if d.SkipTo, err = s.endOffsets(ctx, st.n.log); err != nil {
+				return driver.SubscriptionConfig{}, err
+			}
+			d.SkipFrom, d.Until = d.Until, nil
+		}
+		if err := st.write(ctx, d); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+	case !ok:
+		if d, err = st.create(ctx, sub, false, own); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+		if err := st.write(ctx, d); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+	}
+	if def, ok := reg[pubsub.DefaultSubscription]; sub != pubsub.DefaultSubscription && ok && def.Reserve && def.Until == nil {
+		if def.Until, err = s.endOffsets(ctx, st.n.log); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+		if err := st.write(ctx, def); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+	}
+	st.markPublishable()
+	st.sub(sub).keep(d)
+	return s.configOf(d), nil
+}
+
+// configOf is the configuration of the subscription d.
+func (s *store) configOf(d subDesc) driver.SubscriptionConfig {
+	c := s.env.Defaults
+	if d.Retry != nil {
+		c.Retry, c.Own = *d.Retry, true
+	}
+	return c
+}
+
+// Subscriptions lists the subscriptions of topic, sorted by name.
+func (s *store) Subscriptions(ctx context.Context, topic string) ([]string, error) {
+	reg, err := s.topic(topic).registry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, name := range slices.Sorted(maps.Keys(reg)) {
+		if !reg[name].Reserve {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// DeleteSubscription removes subscription sub of topic: its registry
+// entry, its group, its own log and its dead log. It wraps
+// pubsub.ErrNoSubscription when topic has no subscription sub.
+func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error {
+	st := s.topic(topic)
+	st.regMu.Lock()
+	defer st.regMu.Unlock()
+	reg, err := st.registry(ctx)
+	if err != nil {
+		return err
+	}
+	d, ok := reg[sub]
+	if !ok || d.Reserve {
+		return fmt.Errorf("%w %q", pubsub.ErrNoSubscription, sub)
+	}
+	delete(reg, sub)
+	if err := st.drop(ctx, sub); err != nil {
+		return err
+	}
+	st.sub(sub).forget()
+	if len(reg) == 0 || (len(reg) == 1 && reg[pubsub.DefaultSubscription].Reserve) {
+		if _, ok := reg[pubsub.DefaultSubscription]; !ok {
+			def, err := st.create(ctx, pubsub.DefaultSubscription, true, nil)
+			if err != nil {
+				return err
+			}
+			if err := st.write(ctx, def); err != nil {
+				return err
+			}
+		}
+	}
+	n := st.n.sub(sub, d.Gen)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	// Best effort: a member of another process may still hold the group.
+	_, _ = s.adm.DeleteGroups(rctx, n.group)
+	_, _ = s.adm.DeleteTopics(rctx, n.retry, n.dead)
+	return nil
+}
+
+// ensurePublishable makes sure a publish is kept for a subscription: a
+// topic without one gets the default's reserve. It looks once per store
+// and topic.
+func (st *topicState) ensurePublishable(ctx context.Context) error {
+	st.mu.Lock()
+	ok := st.publishable
+	st.mu.Unlock()
+	if ok {
+		return nil
+	}
+	st.regMu.Lock()
+	defer st.regMu.Unlock()
+	reg, err := st.registry(ctx)
+	if err != nil {
+		return err
+	}
+	if len(reg) == 0 {
+		d, err := st.create(ctx, pubsub.DefaultSubscription, true, nil)
+		if err != nil {
+			return err
+		}
+		if err := st.write(ctx, d); err != nil {
+			return err
+		}
+	}
+	st.markPublishable()
+	return nil
+}
+
+// markPublishable notes that the topic has a subscription.
+func (st *topicState) markPublishable() {
+	st.mu.Lock()
+	st.publishable = true
+	st.mu.Unlock()
+}

@@ -1,0 +1,153 @@
+package kafkapubsub
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/conveyorgo/conveyor/internal/logstore"
+	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
+)
+
+// topicState is what the store knows of one topic: its names on the
+// cluster, whether its log and registry were made, and its
+// subscriptions.
+type topicState struct {
+	s    *store
+	name string
+	n    names
+
+	regMu sync.Mutex // serializes this process's writes of the registry
+
+	mu          sync.Mutex
+	ready       bool // its log and registry were made
+	publishable bool // it was seen with a subscription (ensurePublishable)
+	moving      bool // this store runs its mover (delay.go)
+	starting    bool // startMoverAsync was called
+	subs        map[string]*subState
+}
+
+var _ driver.Topic = (*topicState)(nil)
+
+// Subscription returns the state of subscription name of the topic.
+func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
+
+// ensure makes the topic's log and its registry (compacted), once per
+// store.
+func (st *topicState) ensure(ctx context.Context) error {
+	st.mu.Lock()
+	ready := st.ready
+	st.mu.Unlock()
+	if ready {
+		return nil
+	}
+	s := st.s
+	if err := s.createTopic(ctx, st.n.log, s.opts.Partitions, false); err != nil {
+		return err
+	}
+	if err := s.createTopic(ctx, st.n.registry, 1, true); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	st.ready = true
+	st.mu.Unlock()
+	return nil
+}
+
+// Publish appends m to the topic's log and returns once the cluster
+// acknowledged it (acks=all, idempotent). Its header travels as record
+// headers (logstore.UserKey), beside conveyor's message ID.
+func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoing) (bool, error) {
+	if n, limit := len(m.Data)+logstore.UserSize(m.Header), st.s.opts.MaxDataSize; m.Header != nil && n > limit {
+		return false, fmt.Errorf("%w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
+			pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
+	}
+	if err := st.ensure(ctx); err != nil {
+		return false, err
+	}
+	if err := st.ensurePublishable(ctx); err != nil {
+		return false, err
+	}
+	if !m.At.IsZero() && time.Now().Before(m.At) {
+		return true, st.publishAt(ctx, m.Data, m.Header, m.At)
+	}
+	data := m.Data
+	if !m.Owned {
+		data = append([]byte(nil), data...)
+	}
+	r := &kgo.Record{Topic: st.n.log, Value: data, Headers: make([]kgo.RecordHeader, 0, 1+len(m.Header))}
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(newID())})
+	putHeader(r, m.Header)
+	return true, st.s.produce(ctx, r)
+}
+
+// produce appends r and waits for the cluster's acknowledgement, until
+// ctx ends or the request times out.
+func (s *store) produce(ctx context.Context, r *kgo.Record) error {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	if err := s.cl.ProduceSync(rctx, r).FirstErr(); err != nil {
+		return s.fail(ctx, "producing to "+r.Topic, err)
+	}
+	return nil
+}
+
+// putHeader adds h to r's headers, each key under conveyor's prefix.
+func putHeader(r *kgo.Record, h pubsub.Header) {
+	for k, v := range h {
+		wk, wv := logstore.UserKey(k, v)
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: wk, Value: []byte(wv)})
+	}
+}
+
+// headerOf returns the pubsub.Header among r's headers, nil if none.
+func headerOf(r *kgo.Record) pubsub.Header {
+	var h pubsub.Header
+	for _, rh := range r.Headers {
+		k, v, ok := logstore.FromWire(rh.Key, string(rh.Value))
+		if !ok {
+			continue
+		}
+		if h == nil {
+			h = make(pubsub.Header, len(r.Headers))
+		}
+		h[k] = v
+	}
+	return h
+}
+
+// get returns the value of r's last header key, "" if none.
+func get(r *kgo.Record, key string) string {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return string(r.Headers[i].Value)
+		}
+	}
+	return ""
+}
+
+// newID returns a new message ID: 128 random bits in lower-case base32.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return tokenEncoding.EncodeToString(b[:])
+}
+
+// validID reports whether id can be a message ID of kafkapubsub: a newID,
+// or "p<partition>-<offset>" of a record conveyor did not publish.
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
