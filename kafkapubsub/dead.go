@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/conveyorgo/conveyor/internal/logstore"
-	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -37,37 +36,6 @@ var (
 	_ logstore.DeadLog        = deadLog{}
 	_ logstore.AtomicRequeuer = deadLog{}
 )
-
-func (s *subState) deadLetters() logstore.DeadLetters {
-	return logstore.DeadLetters{Log: deadLog{s}, ValidID: validID}
-}
-
-// ListDead returns up to limit dead messages (all when limit <= 0),
-// oldest death first.
-func (s *subState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	return s.deadLetters().ListDead(ctx, limit)
-}
-
-// RequeueDead makes the dead message id ready again, with a fresh
-// attempt count and the same ID.
-func (s *subState) RequeueDead(ctx context.Context, id string) error {
-	return s.deadLetters().RequeueDead(ctx, id)
-}
-
-// RequeueAllDead re-queues every dead message and says how many.
-func (s *subState) RequeueAllDead(ctx context.Context) (int, error) {
-	return s.deadLetters().RequeueAllDead(ctx)
-}
-
-// PurgeDead deletes every dead message for good and says how many.
-func (s *subState) PurgeDead(ctx context.Context) (int, error) {
-	return s.deadLetters().PurgeDead(ctx)
-}
-
-// DeleteDead deletes the dead message id for good.
-func (s *subState) DeleteDead(ctx context.Context, id string) error {
-	return s.deadLetters().DeleteDead(ctx, id)
-}
 
 // deadLog is the dead log of a subscription, of its generation as this
 // process knows it.

@@ -31,7 +31,7 @@
 // cluster's delivery limit (Options.DeliveryLimit) is appended again to
 // the subscription's own log, keeping its attempts; dead is a copy in
 // the dead log with the raw data, header, reason and attempts, listed,
-// re-queued and purged through pubsub.DeadLetters (package
+// re-queued and purged through admin.DeadLetters (package
 // internal/logstore, shared with natspubsub). Each subscription's copy
 // of a message has an ID of its own. A delayed message waits in the
 // topic's delay log, read by a mover that keeps what is not due in

@@ -16,8 +16,8 @@ const pkg = "kafkapubsub"
 // them, shared by every process that uses the same cluster and
 // Options.Prefix. Make it with New; it is safe for concurrent use.
 //
-// Besides pubsub.Topic a handle has pubsub.DeadLetters and
-// pubsub.DeadDeleter; the PubSub is a pubsub.Subscriber. Close stops the PubSub: every handle and delivery
+// Besides pubsub.Topic a handle has admin.DeadLetters and
+// admin.DeadDeleter; the PubSub is a pubsub.Subscriber. Close stops the PubSub: every handle and delivery
 // returns pubsub.ErrClosed from then on, blocked calls return, and the
 // records its share-group members hold go back to the cluster.
 type PubSub struct {

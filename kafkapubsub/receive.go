@@ -29,6 +29,11 @@ import (
 // subState is the store's side of one subscription: its generation as
 // this process knows it, and its workers.
 type subState struct {
+	// DeadLetters is the subscription's dead-letter ability
+	// (driver.DeadLetters, driver.DeadDeleter), the log layer's over
+	// its dead log (dead.go).
+	logstore.DeadLetters
+
 	st   *topicState
 	name string
 
@@ -85,6 +90,7 @@ func (st *topicState) sub(name string) *subState {
 	s := st.subs[name]
 	if s == nil {
 		s = &subState{st: st, name: name}
+		s.DeadLetters = logstore.DeadLetters{Log: deadLog{s}, ValidID: validID}
 		st.subs[name] = s
 	}
 	return s

@@ -27,40 +27,6 @@ var (
 	_ logstore.DeadLog   = deadLog{}
 )
 
-// deadLetters is the subscription's dead-letter ability.
-func (s *subState) deadLetters() logstore.DeadLetters {
-	return logstore.DeadLetters{Log: deadLog{s}, ValidID: validID}
-}
-
-// ListDead returns up to limit dead messages of the subscription (all when
-// limit <= 0), oldest death first.
-func (s *subState) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	return s.deadLetters().ListDead(ctx, limit)
-}
-
-// RequeueDead makes the dead message id ready again for the subscription,
-// with a fresh attempt count and the same ID (logstore.DeadLetters).
-func (s *subState) RequeueDead(ctx context.Context, id string) error {
-	return s.deadLetters().RequeueDead(ctx, id)
-}
-
-// RequeueAllDead re-queues every dead message of the subscription and
-// says how many.
-func (s *subState) RequeueAllDead(ctx context.Context) (int, error) {
-	return s.deadLetters().RequeueAllDead(ctx)
-}
-
-// PurgeDead deletes every dead message of the subscription for good and
-// says how many.
-func (s *subState) PurgeDead(ctx context.Context) (int, error) {
-	return s.deadLetters().PurgeDead(ctx)
-}
-
-// DeleteDead deletes the dead message id of the subscription for good.
-func (s *subState) DeleteDead(ctx context.Context, id string) error {
-	return s.deadLetters().DeleteDead(ctx, id)
-}
-
 // deadLog is the dead log of a subscription: its subject of the topic's
 // dead-letter stream.
 type deadLog struct{ s *subState }

@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
-// Inspection (pubsub.TopicLister, DeadDeleter). The topics are the
+// Inspection (admin.TopicLister, DeadDeleter). The topics are the
 // streams of this prefix, named by their descriptions; the dead messages
 // are kept one per message of the dead-letter stream, so one can be
 // deleted by its sequence. Peeker and Canceler are not offered: the
@@ -29,7 +29,7 @@ var (
 
 // Topics returns every topic whose stream exists under this PubSub's
 // prefix, with its subscriptions (each stream's consumers but the reserve).
-func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
+func (ps *store) Topics(ctx context.Context) ([]admin.TopicInfo, error) {
 	rctx, cancel := ps.request(ctx)
 	defer cancel()
 	prefix := ps.opts.Prefix + "_t_"
@@ -44,15 +44,15 @@ func (ps *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	if err := list.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
 		return nil, ps.fail(ctx, "listing streams", err)
 	}
-	out := make([]pubsub.TopicInfo, 0, len(names))
+	out := make([]admin.TopicInfo, 0, len(names))
 	for _, name := range names {
 		subs, err := ps.Subscriptions(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, pubsub.TopicInfo{Name: name, Subscriptions: subs})
+		out = append(out, admin.TopicInfo{Name: name, Subscriptions: subs})
 	}
-	slices.SortFunc(out, func(a, b pubsub.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b admin.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

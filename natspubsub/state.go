@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/conveyorgo/conveyor/internal/backend"
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
 
@@ -44,6 +45,7 @@ func (st *topicState) sub(name string) *subState {
 	s := st.subs[name]
 	if s == nil {
 		s = &subState{st: st, name: name, tok: token(name)}
+		s.DeadLetters = logstore.DeadLetters{Log: deadLog{s}, ValidID: validID}
 		st.subs[name] = s
 	}
 	return s
@@ -182,6 +184,11 @@ func (st *topicState) deadStream(ctx context.Context, create bool) (jetstream.St
 // subState is what the store knows of one subscription of a topic: its
 // durable consumer.
 type subState struct {
+	// DeadLetters is the subscription's dead-letter ability
+	// (driver.DeadLetters, driver.DeadDeleter), the log layer's over
+	// its dead log (dead.go).
+	logstore.DeadLetters
+
 	st   *topicState
 	name string
 	tok  string
