@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -18,7 +19,7 @@ var ErrGone = errors.New("logstore: dead record gone")
 
 // DeadRecord is one record of a subscription's dead log.
 type DeadRecord struct {
-	pubsub.DeadMessage
+	admin.DeadMessage
 	// Pos is its place in the dead log: increasing in the order records
 	// were appended, never reused within one log.
 	Pos uint64
@@ -77,8 +78,8 @@ var (
 
 // ListDead returns up to limit dead messages of the subscription (all when
 // limit <= 0), oldest death first.
-func (dl DeadLetters) ListDead(ctx context.Context, limit int) ([]pubsub.DeadMessage, error) {
-	var out []pubsub.DeadMessage
+func (dl DeadLetters) ListDead(ctx context.Context, limit int) ([]admin.DeadMessage, error) {
+	var out []admin.DeadMessage
 	err := dl.Log.Scan(ctx, func(r DeadRecord) bool {
 		out = append(out, r.DeadMessage)
 		return limit <= 0 || len(out) < limit
@@ -99,19 +100,19 @@ func (dl DeadLetters) find(ctx context.Context, id string) (*DeadRecord, error) 
 }
 
 // RequeueDead makes the dead message id ready again for the subscription,
-// with a fresh attempt count and the same ID. It wraps pubsub.ErrNotFound
-// when id is not dead there, and pubsub.ErrInvalidID too when id cannot be
+// with a fresh attempt count and the same ID. It wraps admin.ErrNotFound
+// when id is not dead there, and admin.ErrInvalidID too when id cannot be
 // a message ID.
 func (dl DeadLetters) RequeueDead(ctx context.Context, id string) error {
 	if !dl.ValidID(id) {
-		return fmt.Errorf("%w (%w)", pubsub.ErrInvalidID, pubsub.ErrNotFound)
+		return fmt.Errorf("%w (%w)", admin.ErrInvalidID, admin.ErrNotFound)
 	}
 	r, err := dl.find(ctx, id)
 	if err != nil {
 		return err
 	}
 	if r == nil {
-		return pubsub.ErrNotFound
+		return admin.ErrNotFound
 	}
 	return dl.requeue(ctx, *r)
 }
@@ -121,7 +122,7 @@ func (dl DeadLetters) RequeueDead(ctx context.Context, id string) error {
 // never neither. Every requeue of r has the same key (RequeueKey), so a
 // store that de-duplicates keeps one copy for concurrent ones, or one
 // retried after a lost reply; the remove decides which requeue
-// succeeded, and the others wrap pubsub.ErrNotFound. A requeue that finds
+// succeeded, and the others wrap admin.ErrNotFound. A requeue that finds
 // the record gone before it appends appends nothing.
 func (dl DeadLetters) requeue(ctx context.Context, r DeadRecord) error {
 	if err := dl.Log.Subscribed(ctx); err != nil {
@@ -164,7 +165,7 @@ func RequeueKey(r DeadRecord) string {
 // requeueGone is the error of a requeue of a record another requeue (or a
 // delete, a purge, the retention) took from the dead log first.
 func requeueGone() error {
-	return fmt.Errorf("%w (re-queued or deleted meanwhile)", pubsub.ErrNotFound)
+	return fmt.Errorf("%w (re-queued or deleted meanwhile)", admin.ErrNotFound)
 }
 
 // RequeueAllDead re-queues every dead message of the subscription and
@@ -178,7 +179,7 @@ func (dl DeadLetters) RequeueAllDead(ctx context.Context) (int, error) {
 	n := 0
 	for _, r := range all {
 		err := dl.requeue(ctx, r)
-		if errors.Is(err, pubsub.ErrNotFound) {
+		if errors.Is(err, admin.ErrNotFound) {
 			continue // re-queued or deleted meanwhile by another call
 		}
 		if err != nil {
@@ -206,18 +207,18 @@ func (dl DeadLetters) PurgeDead(ctx context.Context) (int, error) {
 // DeleteDead deletes the dead message id of the subscription for good.
 func (dl DeadLetters) DeleteDead(ctx context.Context, id string) error {
 	if !dl.ValidID(id) {
-		return pubsub.ErrInvalidID
+		return admin.ErrInvalidID
 	}
 	r, err := dl.find(ctx, id)
 	if err != nil {
 		return err
 	}
 	if r == nil {
-		return fmt.Errorf("no dead message with that ID: %w", pubsub.ErrNotFound)
+		return fmt.Errorf("no dead message with that ID: %w", admin.ErrNotFound)
 	}
 	if err := dl.Log.Remove(ctx, r.Pos); err != nil {
 		if errors.Is(err, ErrGone) {
-			return pubsub.ErrNotFound
+			return admin.ErrNotFound
 		}
 		return err
 	}
@@ -238,7 +239,7 @@ func DeadFields(set func(k, v string), id string, attempts int, reason string) {
 // ParseDead reads a dead record of the dead log at pos, stored at diedAt,
 // whose headers get reads and whose message's header is h.
 func ParseDead(get func(k string) string, pos uint64, data []byte, h pubsub.Header, diedAt time.Time) DeadRecord {
-	r := DeadRecord{Pos: pos, DeadMessage: pubsub.DeadMessage{ID: get(HeaderID), Data: data, DiedAt: diedAt, Header: h}}
+	r := DeadRecord{Pos: pos, DeadMessage: admin.DeadMessage{ID: get(HeaderID), Data: data, DiedAt: diedAt, Header: h}}
 	r.Attempts, _ = strconv.Atoi(get(HeaderAttempts))
 	r.LastError = UnescapeReason(get(HeaderError))
 	return r
