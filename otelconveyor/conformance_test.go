@@ -10,6 +10,8 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/internal/natstest"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/natspubsub/natspubsubtest"
 	"github.com/conveyorgo/conveyor/otelconveyor"
@@ -51,6 +53,7 @@ func TestConformance(t *testing.T) {
 		{"channelpubsub", channel},
 		{"dbpubsub", dbpubsubtest.Harness(dbpubsub.Options{})},
 		{"natspubsub", natspubsubtest.Harness(t, natspubsub.Options{})},
+		{"kafkapubsub", kafkapubsubtest.Harness(t, kafkapubsub.Options{})},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
