@@ -3,6 +3,7 @@ package sqlitepubsub
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -108,7 +109,7 @@ func (s *store) ready(ctx context.Context) error {
 		return nil
 	}
 	if err := retryBusy(ctx, func() error { return migrate(ctx, s.sqldb) }); err != nil {
-		return err
+		return s.busy(ctx, err)
 	}
 	s.migrated.Store(true)
 	return nil
@@ -127,7 +128,43 @@ func (s *store) write(ctx context.Context, f func(ctx context.Context) error) er
 		return ctx.Err()
 	}
 	defer func() { <-s.writing }()
-	return retryBusy(ctx, func() error { return f(ctx) })
+	return s.busy(ctx, retryBusy(ctx, func() error { return f(ctx) }))
+}
+
+// busy adds ErrBusy to err, a write's error, when ctx ended it while
+// another connection holds the write lock: the driver ends SQLite's wait
+// for the lock with ctx's error alone.
+func (s *store) busy(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrBusy) && s.locked() {
+		return fmt.Errorf("%w: %w", err, ErrBusy)
+	}
+	return err
+}
+
+// locked reports whether another connection holds the file's write lock
+// now: a BEGIN IMMEDIATE on a connection of the pool, its busy timeout 0
+// for the probe, fails at once with SQLITE_BUSY.
+func (s *store) locked() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	c, err := s.sqldb.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	var timeout int
+	if err := c.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout); err != nil {
+		return false
+	}
+	if _, err := c.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return false
+	}
+	defer func() { _, _ = c.ExecContext(context.Background(), fmt.Sprintf("PRAGMA busy_timeout = %d", timeout)) }()
+	_, err = c.ExecContext(ctx, "BEGIN IMMEDIATE")
+	if err == nil {
+		_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+	}
+	return isBusy(err)
 }
 
 // writeTx runs f in an immediate transaction on a connection of the pool,
