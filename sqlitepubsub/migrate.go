@@ -69,6 +69,21 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 	}
 	defer c.Close()
 	return immediate(ctx, c, func() error {
+		_, err := migrateIn(ctx, c)
+		return err
+	})
+}
+
+// conn is a connection or a transaction.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// migrateIn runs the migrations c lacks, in c's transaction, and reports
+// whether it ran any.
+func migrateIn(ctx context.Context, c conn) (ran bool, err error) {
+	err = func() error {
 		var have int
 		err := c.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'conveyor_migrations'`).Scan(&have)
 		if err != nil {
@@ -101,6 +116,7 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 			if m.version <= version {
 				continue
 			}
+			ran = true
 			if _, err := c.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
@@ -110,7 +126,8 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 			}
 		}
 		return nil
-	})
+	}()
+	return ran, err
 }
 
 // immediate runs f in a transaction begun with BEGIN IMMEDIATE on c: it

@@ -33,9 +33,6 @@ func (s *store) txOf(ctx context.Context, v any) (*sql.Tx, error) {
 	default:
 		return nil, fmt.Errorf("cannot enqueue in a transaction of type %T, want a bun.Tx or *sql.Tx on the PubSub's file: %w", v, pubsub.ErrUnsupported)
 	}
-	if err := s.ready(ctx); err != nil {
-		return nil, err
-	}
 	want, err := s.file(ctx)
 	if err != nil {
 		return nil, err
@@ -49,6 +46,18 @@ func (s *store) txOf(ctx context.Context, v any) (*sql.Tx, error) {
 	}
 	if got != want || want == "" {
 		return nil, fmt.Errorf("%w: %w: the transaction is on %q, the PubSub on %q", pubsub.ErrUnsupported, ErrOtherDatabase, got, want)
+	}
+	if !s.migrated.Load() {
+		// The tables are made in the caller's transaction, which may
+		// hold the write lock already: a migration of the store's own
+		// would wait for it. They exist for good once it commits.
+		ran, err := migrateIn(ctx, tx)
+		if err != nil {
+			return nil, classify(ctx, err)
+		}
+		if !ran {
+			s.migrated.Store(true)
+		}
 	}
 	return tx, nil
 }
