@@ -33,6 +33,10 @@ func runChild(role string) int {
 		err = consumeChild(os.Getenv(childFile))
 	case "locker":
 		err = lockChild(os.Getenv(childFile))
+	case "producer":
+		err = produceChild(os.Getenv(childFile))
+	case "worker":
+		err = workChild(os.Getenv(childFile))
 	default:
 		err = fmt.Errorf("no role %q", role)
 	}
