@@ -21,8 +21,8 @@ import (
 	"github.com/conveyorgo/conveyor/event"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
-	"github.com/conveyorgo/conveyor/sqlitepubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/sqlitepubsub"
 
 	"github.com/conveyorgo/conveyor/template/app/orders"
 )
