@@ -37,6 +37,10 @@ var (
 	// sqlitepubsub's that it did not make (no conveyor_migrations table),
 	// or a schema version newer than this package knows.
 	ErrForeignSchema = errors.New("sqlitepubsub: the file's conveyor tables are not this package's")
+	// ErrNotMigrated is wrapped by Verify's error for a file without this
+	// package's tables, or with older ones (a PubSub makes them on its
+	// first call).
+	ErrNotMigrated = errors.New("sqlitepubsub: the file does not have sqlitepubsub's tables (yet)")
 	// ErrOtherDatabase is wrapped, beside pubsub.ErrUnsupported, by an
 	// enqueue in a transaction (pubsub.WithTx) that is not on the PubSub's
 	// database file.

@@ -189,3 +189,26 @@ func TestFullFile(t *testing.T) {
 		t.Fatalf("%d ready after %d enqueues that returned nil, want them all and nothing of the failed one", st.Ready, n)
 	}
 }
+
+// TestVerify: Verify reports a file without the tables, and does not make
+// them; after the first call it passes.
+func TestVerify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.db")
+	db, err := sqlitepubsub.OpenDB(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for range 2 {
+		if err := sqlitepubsub.Verify(ctx, db); !errors.Is(err, sqlitepubsub.ErrNotMigrated) {
+			t.Fatalf("Verify of a new file: %v, want ErrNotMigrated", err)
+		}
+	}
+	if err := sqlitepubsub.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitepubsub.Verify(ctx, db); err != nil {
+		t.Fatalf("Verify after Migrate: %v", err)
+	}
+}

@@ -61,6 +61,38 @@ func Migrate(ctx context.Context, db *bun.DB) error {
 	return retryBusy(ctx, func() error { return migrate(ctx, db.DB) })
 }
 
+// Verify checks, without changing the file, that db has this package's
+// tables at SchemaVersion: an error wrapping ErrNotMigrated when it has
+// none or older ones, ErrForeignSchema when they are not the package's
+// or newer. An operator's tool calls it before it looks at a file, so that
+// it never makes tables in a file it was wrongly pointed at.
+func Verify(ctx context.Context, db *bun.DB) error {
+	if db == nil {
+		return fmt.Errorf("%w: Verify: nil *bun.DB", ErrInvalidOptions)
+	}
+	return retryBusy(ctx, func() error {
+		var have int
+		err := db.DB.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'conveyor_migrations'`).Scan(&have)
+		if err != nil {
+			return err
+		}
+		if have == 0 {
+			return fmt.Errorf("%w: the file has no conveyor_migrations table", ErrNotMigrated)
+		}
+		var version int
+		if err := db.DB.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM conveyor_migrations`).Scan(&version); err != nil {
+			return err
+		}
+		switch {
+		case version > SchemaVersion:
+			return fmt.Errorf("%w: the file's schema is version %d, this package knows up to %d", ErrForeignSchema, version, SchemaVersion)
+		case version < SchemaVersion:
+			return fmt.Errorf("%w: the file's schema is version %d, want %d", ErrNotMigrated, version, SchemaVersion)
+		}
+		return nil
+	})
+}
+
 // migrate runs the migrations db lacks in one immediate transaction.
 func migrate(ctx context.Context, db *sql.DB) (err error) {
 	c, err := db.Conn(ctx)
