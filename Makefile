@@ -43,7 +43,7 @@ else
 		scripts/with-nats.sh env CONVEYOR_BACKEND=nats CONVEYOR_NATS_PREFIX=conveyor_template "$$dir/app"; \
 	elif [ "$(BACKEND)" = sqlite ]; then \
 		file="$${CONVEYOR_SQLITE_PATH:-$${TMPDIR:-/tmp}/conveyor-template.db}"; \
-		echo "messages in the SQLite file $$file (CONVEYOR_SQLITE_PATH)"; \
+		echo "messages in the SQLite file $$file (CONVEYOR_SQLITE_PATH)" >&2; \
 		CONVEYOR_BACKEND=sqlite CONVEYOR_SQLITE_PATH="$$file" "$$dir/app"; \
 	else \
 		CONVEYOR_BACKEND=mem "$$dir/app"; \
