@@ -22,9 +22,12 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/uptrace/bun/dialect/sqlitedialect v1.3.0 // indirect
+
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/conveyorgo/conveyor/sqlitepubsub v0.0.0-00010101000000-000000000000
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -49,6 +52,7 @@ require (
 	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
+	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	github.com/riverqueue/river/rivershared v0.51.2 // indirect
 	github.com/riverqueue/river/rivertype v0.51.2 // indirect
 	github.com/samber/do/v2 v2.0.0 // indirect
@@ -89,3 +93,5 @@ replace (
 	github.com/conveyorgo/conveyor/natspubsub => ../natspubsub
 	github.com/conveyorgo/conveyor/otelconveyor => ../otelconveyor
 )
+
+replace github.com/conveyorgo/conveyor/sqlitepubsub => ../sqlitepubsub
