@@ -320,3 +320,36 @@ func TestLockedNewFile(t *testing.T) {
 		t.Fatalf("Enqueue once the lock is released: %v", err)
 	}
 }
+
+// TestCloseEndsWaitingCalls: Close ends a call waiting for a lock another
+// process holds (its ctx has no deadline): it returns an error wrapping
+// pubsub.ErrClosed, and Close returns once it has, before the file closes.
+func TestCloseEndsWaitingCalls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "close.db")
+	ps, err := sqlitepubsub.Open(path, sqlitepubsub.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ps.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, "locker", path, "locked")
+	done := make(chan error, 1)
+	go func() { done <- ps.Topic("t").Enqueue(ctx, []byte("x")) }()
+	// The enqueue waits for the lock (it cannot finish while the locker
+	// holds it); Close must end it.
+	closed := make(chan error, 1)
+	go func() { closed <- ps.Close() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pubsub.ErrClosed) {
+			t.Fatalf("Enqueue waiting for the lock when Close came: %v, want ErrClosed", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Enqueue waiting for the lock did not return 30 s after Close")
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}

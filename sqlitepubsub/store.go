@@ -43,6 +43,14 @@ type store struct {
 	wake   chan struct{} // closed and replaced when this process makes a message due
 
 	loops *service.Group // the rescuer and the pruner
+
+	// calls are the calls in flight (enter); Close cancels them (closed)
+	// and waits for them, so that no statement runs once it returned.
+	callsMu  sync.RWMutex
+	isClosed bool
+	calls    sync.WaitGroup
+	closed   context.Context
+	cancel   context.CancelFunc
 }
 
 var (
@@ -52,12 +60,14 @@ var (
 )
 
 func newStore(db *bun.DB, o Options) *store {
-	return &store{
+	s := &store{
 		db: db, sqldb: db.DB, opts: o,
 		writing: make(chan struct{}, 1),
 		wake:    make(chan struct{}),
 		loops:   service.NewGroup(),
 	}
+	s.closed, s.cancel = context.WithCancel(context.Background())
+	return s
 }
 
 // Open starts the rescuer and the pruner. It does not touch the file: the
@@ -78,7 +88,39 @@ func (s *store) Topic(name string) driver.Topic { return &topic{s: s, name: name
 // Close stops the background loops and ends the calls waiting in Receive.
 func (s *store) Close() error {
 	s.loops.Stop()
+	s.callsMu.Lock()
+	s.isClosed = true
+	s.callsMu.Unlock()
+	s.cancel()
+	s.calls.Wait()
 	return nil
+}
+
+// enter registers a call in flight and returns its ctx, which Close
+// cancels, and the func that ends it; after Close, an error wrapping
+// pubsub.ErrClosed.
+func (s *store) enter(ctx context.Context) (context.Context, func(), error) {
+	s.callsMu.RLock()
+	defer s.callsMu.RUnlock()
+	if s.isClosed {
+		return ctx, nil, pubsub.ErrClosed
+	}
+	s.calls.Add(1)
+	cctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.closed, cancel)
+	return cctx, func() {
+		stop()
+		cancel()
+		s.calls.Done()
+	}, nil
+}
+
+// closedErr wraps err with pubsub.ErrClosed when Close ended the call.
+func (s *store) closedErr(err error) error {
+	if err != nil && s.closed.Err() != nil && !errors.Is(err, pubsub.ErrClosed) {
+		return fmt.Errorf("%w: %w", pubsub.ErrClosed, err)
+	}
+	return err
 }
 
 // done is closed once Close has begun.
@@ -118,7 +160,15 @@ func (s *store) ready(ctx context.Context) error {
 // write runs f, the store's write, in this process's turn at the write
 // lock, again while SQLite says the file is busy, until ctx ends. The
 // error wraps the sentinel of its cause (classify).
-func (s *store) write(ctx context.Context, f func(ctx context.Context) error) error {
+func (s *store) write(ctx context.Context, f func(ctx context.Context) error) (err error) {
+	ctx, leave, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		leave()
+		err = s.closedErr(err)
+	}()
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
@@ -181,7 +231,15 @@ func (s *store) writeTx(ctx context.Context, f func(ctx context.Context, c *sql.
 }
 
 // read runs f, a read, once the file has the schema.
-func (s *store) read(ctx context.Context, f func(ctx context.Context) error) error {
+func (s *store) read(ctx context.Context, f func(ctx context.Context) error) (err error) {
+	ctx, leave, err := s.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		leave()
+		err = s.closedErr(err)
+	}()
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
