@@ -2,6 +2,7 @@ package sqlitepubsub
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -56,6 +57,8 @@ func code(err error) int {
 	}
 	return 0
 }
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 func isBusy(err error) bool {
 	c := code(err)

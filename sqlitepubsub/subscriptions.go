@@ -3,7 +3,6 @@ package sqlitepubsub
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -13,8 +12,7 @@ import (
 // Subscribe makes sub one of topic's subscriptions unless it is one, for
 // every process on the file, keeping cfg's retry policy when it is the
 // subscription's own, and returns the configuration the subscription has.
-// The first subscription of a topic takes over the default one's copies
-// when it is the default.
+// Subscribing the default subscription keeps the copies it has.
 func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	var maxAttempts, minBackoff, maxBackoff, jitter any
 	if cfg.Own {
@@ -150,7 +148,3 @@ func (s *store) Topics(ctx context.Context) ([]pubsub.TopicInfo, error) {
 	}
 	return out, err
 }
-
-var errNoRows = sql.ErrNoRows
-
-func isNoRows(err error) bool { return errors.Is(err, errNoRows) }
