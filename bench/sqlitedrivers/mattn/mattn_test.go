@@ -1,3 +1,6 @@
+//go:build cgo
+
+// The cgo driver: measured only where cgo builds (a C toolchain).
 package mattn_test
 
 import (
