@@ -133,7 +133,7 @@ func (s *store) every(d time.Duration, what string, f func(context.Context) erro
 		defer cancel()
 		for service.Sleep(stop, d) {
 			if err := f(ctx); err != nil && ctx.Err() == nil {
-				s.opts.Logger.Error(pkg+": "+what+" failed", "err", err)
+				s.opts.Logger.Error(pkg+": "+what+" failed", "error", err)
 			}
 		}
 	}
