@@ -9,17 +9,20 @@ BACKEND ?= mem
 # module, so the recipes name each module's ./dir/... (one go command for
 # all: its packages build and test in parallel). bench and interop run
 # apart (bench without -race, interop against the CloudEvents SDK).
-SUBMODULES := internal/natstest natspubsub kafkapubsub otelconveyor internal/reliability relay/natstests relay/cmd template cmd
+SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/cmd template cmd
 PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 
 .PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-micro fuzz check-go
 
-## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS)
+## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS, BACKEND=sqlite for a SQLite file)
 # Ctrl-C stops it cleanly. Its settings are environment variables
 # (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go). On
 # PostgreSQL its tables are in the schema conveyor_template, created if missing;
 # on NATS its streams are named conveyor_template_..., on $NATS_URL, else the
-# server on 127.0.0.1:4222, else a throwaway one (scripts/with-nats.sh).
+# server on 127.0.0.1:4222, else a throwaway one (scripts/with-nats.sh); on
+# sqlite they are in the file $CONVEYOR_SQLITE_PATH, else
+# $TMPDIR/conveyor-template.db, which the run prints and keeps: the orders
+# waiting there survive a restart of the app.
 # The app is built into a temporary directory, removed when it exits, and run
 # as the recipe's own child (not by go run, which exits 1 on a signal): a clean
 # stop on Ctrl-C is a success. On db and nats, the shell and the with- script
@@ -27,8 +30,8 @@ PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 # stop): the app still gets it, and the script still removes its server
 # afterwards.
 run: check-go
-ifeq ($(filter $(BACKEND),mem db nats),)
-	@echo "BACKEND=$(BACKEND): want mem (the default, in memory), db (PostgreSQL) or nats (NATS JetStream)"; exit 2
+ifeq ($(filter $(BACKEND),mem db nats sqlite),)
+	@echo "BACKEND=$(BACKEND): want mem (the default, in memory), db (PostgreSQL), nats (NATS JetStream) or sqlite (a SQLite file)"; exit 2
 else
 	@set -e; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-run.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/app" ./template/app; \
@@ -38,6 +41,10 @@ else
 	elif [ "$(BACKEND)" = nats ]; then \
 		trap '' INT; \
 		scripts/with-nats.sh env CONVEYOR_BACKEND=nats CONVEYOR_NATS_PREFIX=conveyor_template "$$dir/app"; \
+	elif [ "$(BACKEND)" = sqlite ]; then \
+		file="$${CONVEYOR_SQLITE_PATH:-$${TMPDIR:-/tmp}/conveyor-template.db}"; \
+		echo "messages in the SQLite file $$file (CONVEYOR_SQLITE_PATH)" >&2; \
+		CONVEYOR_BACKEND=sqlite CONVEYOR_SQLITE_PATH="$$file" "$$dir/app"; \
 	else \
 		CONVEYOR_BACKEND=mem "$$dir/app"; \
 	fi

@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +30,7 @@ import (
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/sqlitepubsub"
 )
 
 const (
@@ -141,6 +144,41 @@ func TestEndToEnd(t *testing.T) {
 		second.stop(t)
 		checkTable(t, db, orders)
 	})
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "shop.db")
+		p := startApp(t, "CONVEYOR_BACKEND=sqlite", "CONVEYOR_SQLITE_PATH="+path)
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.checkMetrics(t)
+		p.checkDashboard(t)
+		p.stop(t)
+		checkSQLite(t, path, map[string]int{"default": orders, "analytics": orders})
+	})
+	t.Run("SQLiteRestart", func(t *testing.T) {
+		// SIGTERM while orders wait in the file: the app stops at once,
+		// finishing only the events in hand; the next start on the same
+		// file handles the rest.
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "shop.db")
+		first := startApp(t, "CONVEYOR_BACKEND=sqlite", "CONVEYOR_SQLITE_PATH="+path, "CONVEYOR_WORKERS=1")
+		first.postOrders(t)
+		first.stop(t)
+		left := map[string]int{}
+		for _, sub := range subscriptions {
+			m := regexp.MustCompile(fmt.Sprintf(`\b%s:map\[[^]]*%s:(\d+)\b`, sub, regexp.QuoteMeta(placedType))).FindStringSubmatch(first.stoppedLine(t))
+			handled := 0
+			if m != nil {
+				handled, _ = strconv.Atoi(m[1])
+			}
+			left[sub] = orders - handled
+		}
+		t.Logf("orders left for the second start, by subscription: %v", left)
+		second := startApp(t, "CONVEYOR_BACKEND=sqlite", "CONVEYOR_SQLITE_PATH="+path)
+		second.waitHandledCount(t, left)
+		second.stop(t)
+		checkSQLite(t, path, map[string]int{"default": orders, "analytics": orders})
+	})
 	t.Run("NATS", func(t *testing.T) {
 		t.Parallel()
 		url := natstest.URL(t)
@@ -153,6 +191,44 @@ func TestEndToEnd(t *testing.T) {
 		p.stop(t)
 		checkNATS(t, url, prefix)
 	})
+}
+
+// checkSQLite checks that the file holds the acked orders want counts on
+// each subscription (with the reports, acked or waiting), and no message
+// in hand or dead: nothing was lost.
+func checkSQLite(t *testing.T, path string, want map[string]int) {
+	t.Helper()
+	db, err := sqlitepubsub.OpenDB(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(context.Background(), `SELECT sub, state, count(*) FROM conveyor_messages GROUP BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	acked := map[string]int{}
+	for rows.Next() {
+		var sub string
+		var state, n int
+		if err := rows.Scan(&sub, &state, &n); err != nil {
+			t.Fatal(err)
+		}
+		switch state {
+		case 1, 3:
+			t.Errorf("%d messages of subscription %s in state %d (1 processing, 3 dead)", n, sub, state)
+		case 2:
+			acked[sub] = n
+		}
+	}
+	// A waiting report may be acked later; each subscription acked its
+	// orders and at least one report.
+	for sub, n := range want {
+		if acked[sub] <= n {
+			t.Errorf("%d messages acked on subscription %s, want its %d orders and a report", acked[sub], sub, n)
+		}
+	}
 }
 
 // appRole creates a LOGIN role of t's own, with no privileges, and drops

@@ -22,6 +22,7 @@ import (
 
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/sqlitepubsub"
 )
 
 // TestMakeRun runs `make run` as a user does and presses Ctrl-C: SIGINT
@@ -88,6 +89,26 @@ func TestMakeRun(t *testing.T) {
 		p.ctrlC(t)
 		if !strings.Contains(p.stderr.String(), `msg="database ready" database=postgres schema=conveyor_template`) {
 			t.Errorf("the app did not log that it uses the schema conveyor_template:\n%s", p.stderr)
+		}
+	})
+	t.Run("SQLite", func(t *testing.T) {
+		// No CONVEYOR_SQLITE_PATH: the file is $TMPDIR/conveyor-template.db,
+		// which the run prints, and keeps with its tables after the stop.
+		t.Parallel()
+		p := startMake(t, "BACKEND=sqlite")
+		p.ctrlC(t)
+		file := filepath.Join(p.tmp, "conveyor-template.db")
+		if log := p.stderr.String(); !strings.Contains(log, "messages in the SQLite file "+file) ||
+			!strings.Contains(log, `msg="SQLite file" path=`+file) {
+			t.Errorf("the run did not print the file %s it uses:\n%s", file, log)
+		}
+		db, err := sqlitepubsub.OpenDB(file, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := sqlitepubsub.Verify(context.Background(), db); err != nil {
+			t.Errorf("the file after the run: %v", err)
 		}
 	})
 	t.Run("NATSThrowaway", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/admin"
+	"github.com/conveyorgo/conveyor/sqlitepubsub"
 )
 
 // The operator's commands (issue 19) act on a running deployment's
@@ -116,6 +118,8 @@ func exitCode(err error) (int, string) {
 	switch {
 	case errors.Is(err, migrations.ErrNotMigrated):
 		return exitFailed, "Run 'conveyor migrate' (with the same --database-url and --table) to bring the schema up to date."
+	case errors.Is(err, sqlitepubsub.ErrNotMigrated):
+		return exitFailed, "No PubSub has used this file yet, or it is not a sqlitepubsub file: check --sqlite."
 	case errors.Is(err, migrations.ErrNotEmpty):
 		return exitRefused, "Deliver, re-queue or purge the waiting messages first, or pass --force to revert it anyway."
 	case errors.Is(err, migrations.ErrUnknownRole):
@@ -145,6 +149,7 @@ func runOps(c *opsCommand, args []string, stdout, stderr io.Writer, e env) int {
 	table := fs.String("table", dbpubsub.DefaultTable, "")
 	natsURL := fs.String("nats-url", e.getenv("NATS_URL"), "")
 	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "")
+	sqlitePath := fs.String("sqlite", "", "")
 	timeout := fs.Duration("timeout", time.Minute, "")
 	fs.StringVar(&call.subscription, "subscription", pubsub.DefaultSubscription, "")
 	fs.BoolVar(&call.json, "json", false, "")
@@ -184,7 +189,7 @@ func runOps(c *opsCommand, args []string, stdout, stderr io.Writer, e env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	call.ctx = ctx
-	closeBackend, err := call.connect(*dbURL, *table, *natsURL, *prefix)
+	closeBackend, err := call.connect(*dbURL, *table, *natsURL, *prefix, *sqlitePath)
 	if err != nil {
 		return fail(err)
 	}
@@ -220,12 +225,18 @@ func (c *opsCall) checkArgs() error {
 }
 
 // connect opens the one backend the flags name and returns what closes it.
-func (c *opsCall) connect(dbURL, table, natsURL, prefix string) (func(), error) {
+func (c *opsCall) connect(dbURL, table, natsURL, prefix, sqlitePath string) (func(), error) {
+	if sqlitePath != "" {
+		if dbURL != "" || natsURL != "" {
+			return nil, usageErrorf("--sqlite and --database-url (or $DATABASE_URL) or --nats-url (or $NATS_URL) are set: pick one backend")
+		}
+		return c.connectSQLite(sqlitePath)
+	}
 	switch {
 	case dbURL != "" && natsURL != "":
 		return nil, usageErrorf("both --database-url (or $DATABASE_URL) and --nats-url (or $NATS_URL) are set: pick one backend")
 	case dbURL == "" && natsURL == "":
-		return nil, usageErrorf("no backend: pass --database-url (or set $DATABASE_URL) for PostgreSQL, or --nats-url (or set $NATS_URL) for NATS")
+		return nil, usageErrorf("no backend: pass --database-url (or set $DATABASE_URL) for PostgreSQL, --nats-url (or set $NATS_URL) for NATS, or --sqlite PATH for a SQLite file")
 	case natsURL != "":
 		if c.cmd.name == "migrate" {
 			return nil, usageErrorf("migrate applies to PostgreSQL only: pass --database-url (or set $DATABASE_URL)")
@@ -259,6 +270,35 @@ func (c *opsCall) connect(dbURL, table, natsURL, prefix string) (func(), error) 
 	// policy).
 	ps, err := dbpubsub.New(db, dbpubsub.Options{Table: table, NoListen: true, PruneInterval: -1,
 		RescueInterval: 24 * time.Hour, Logger: c.logger()})
+	if err != nil {
+		db.Close()
+		return nil, usageErrorf("%v", err)
+	}
+	c.ps = ps
+	return func() { _ = ps.Close(); _ = db.Close() }, nil
+}
+
+// connectSQLite opens the sqlitepubsub file at path, which must exist and
+// have the tables (sqlitepubsub.Verify): an operator's command never
+// makes a file or tables where it was wrongly pointed.
+func (c *opsCall) connectSQLite(path string) (func(), error) {
+	if c.cmd.name == "migrate" {
+		return nil, usageErrorf("migrate applies to PostgreSQL only: a sqlitepubsub file gets its tables from its first PubSub")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, usageErrorf("--sqlite: %v", err)
+	}
+	db, err := sqlitepubsub.OpenDB(path, "")
+	if err != nil {
+		return nil, usageErrorf("--sqlite: %v", err)
+	}
+	if err := sqlitepubsub.Verify(c.ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// A short-lived client: no pruning, no rescue of expired leases (the
+	// apps' PubSubs do those, with their own retry policy).
+	ps, err := sqlitepubsub.New(db, sqlitepubsub.Options{PruneInterval: -1, RescueInterval: 24 * time.Hour, Logger: c.logger()})
 	if err != nil {
 		db.Close()
 		return nil, usageErrorf("%v", err)
@@ -369,6 +409,7 @@ const connectionFlags = `  -database-url URL    PostgreSQL (default $DATABASE_UR
   -nats-url URL        NATS with JetStream (default $NATS_URL); it can peek at
                        dead messages only, and cannot cancel
   -prefix P            natspubsub's stream prefix (default conveyor)
+  -sqlite PATH         a sqlitepubsub file (it must exist and have its tables)
   -subscription NAME   act on this subscription of the topic (default: the default one)
   -json                print one JSON document instead of a table
   -timeout D           give up after D (default 1m)

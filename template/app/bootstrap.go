@@ -22,6 +22,7 @@ import (
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/sqlitepubsub"
 
 	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/template/app/orders"
@@ -90,6 +91,10 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		}
 		// durable in NATS JetStream, shared by every process on the server or cluster
 		err = natspubsub.RegisterWithOptions(ictx, natspubsub.Options{Prefix: cfg.NATSPrefix, Logger: log})
+	case BackendSQLite:
+		// durable in a SQLite file, shared by every process on the file
+		err = sqlitepubsub.RegisterFile(ictx, cfg.SQLitePath, sqlitepubsub.Options{Logger: log})
+		log.Info("SQLite file", "path", cfg.SQLitePath)
 	default:
 		err = channelpubsub.Register(ictx) // in this process's memory
 	}

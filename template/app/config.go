@@ -25,6 +25,9 @@ const (
 	// BackendNATS keeps messages in NATS JetStream (natspubsub): durable,
 	// and shared by every process on the server or cluster.
 	BackendNATS Backend = "nats"
+	// BackendSQLite keeps messages in a SQLite file (sqlitepubsub):
+	// durable with no server, shared by every process on the file.
+	BackendSQLite Backend = "sqlite"
 )
 
 // Dashboard says whether the app serves the dashboard at /conveyor/, and
@@ -46,11 +49,12 @@ const (
 // tagged `inject:""` gets it.
 type Config struct {
 	Addr         string        // CONVEYOR_ADDR, else ":$PORT", else 127.0.0.1:8080
-	Backend      Backend       // CONVEYOR_BACKEND: mem (default), db or nats
+	Backend      Backend       // CONVEYOR_BACKEND: mem (default), db, nats or sqlite
 	DatabaseURL  string        // DATABASE_URL: the PostgreSQL DSN, needed by db
 	Schema       string        // CONVEYOR_DB_SCHEMA: the schema of the app's tables, created if missing (default: the DSN's search_path)
 	NATSURL      string        // NATS_URL: the NATS server(s), needed by nats, as in nats://127.0.0.1:4222
 	NATSPrefix   string        // CONVEYOR_NATS_PREFIX: starts the names of the app's streams (default: natspubsub's, conveyor)
+	SQLitePath   string        // CONVEYOR_SQLITE_PATH: the SQLite file, created if missing, needed by sqlite
 	Workers      int           // CONVEYOR_WORKERS: events handled at once (default 10)
 	ReportEvery  time.Duration // CONVEYOR_REPORT_EVERY: period of the sales report (default 1m)
 	DrainTimeout time.Duration // CONVEYOR_DRAIN_TIMEOUT: how long a stop waits for work in flight (default 30s)
@@ -88,6 +92,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Backend:      BackendMem,
 		DatabaseURL:  getenv("DATABASE_URL"),
 		NATSURL:      getenv("NATS_URL"),
+		SQLitePath:   getenv("CONVEYOR_SQLITE_PATH"),
 		OTLPEndpoint: cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")),
 		Workers:      DefaultWorkers,
 		ReportEvery:  DefaultReportEvery,
@@ -124,8 +129,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if c.NATSURL == "" {
 			errs = append(errs, errors.New("CONVEYOR_BACKEND=nats needs NATS_URL, as in nats://127.0.0.1:4222"))
 		}
+	case "sqlite":
+		c.Backend = BackendSQLite
+		if c.SQLitePath == "" {
+			errs = append(errs, errors.New("CONVEYOR_BACKEND=sqlite needs CONVEYOR_SQLITE_PATH, as in ./shop.db"))
+		}
 	default:
-		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default), db (PostgreSQL, with DATABASE_URL) or nats (NATS JetStream, with NATS_URL)")
+		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default), db (PostgreSQL, with DATABASE_URL), nats (NATS JetStream, with NATS_URL) or sqlite (a SQLite file, with CONVEYOR_SQLITE_PATH)")
 	}
 
 	if v := getenv("CONVEYOR_DB_SCHEMA"); v != "" {

@@ -72,8 +72,14 @@ func TestLoadConfig(t *testing.T) {
 				}
 			}, nil},
 		{"NATSWithoutURL", map[string]string{"CONVEYOR_BACKEND": "nats"}, nil, []string{"NATS_URL"}},
+		{"SQLite", map[string]string{"CONVEYOR_BACKEND": "sqlite", "CONVEYOR_SQLITE_PATH": "shop.db"}, func(t *testing.T, c Config) {
+			if c.Backend != BackendSQLite || c.SQLitePath != "shop.db" {
+				t.Errorf("backend %q, path %q, want sqlite on shop.db", c.Backend, c.SQLitePath)
+			}
+		}, nil},
+		{"SQLiteWithoutPath", map[string]string{"CONVEYOR_BACKEND": "sqlite"}, nil, []string{"CONVEYOR_SQLITE_PATH"}},
 		{"BadNATSPrefix", map[string]string{"CONVEYOR_NATS_PREFIX": "shop.orders"}, nil, []string{"CONVEYOR_NATS_PREFIX", "letters"}},
-		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db", "nats"}},
+		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db", "nats", "sqlite"}},
 		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},
 		{"DashboardReadOnly", map[string]string{"CONVEYOR_DASHBOARD": "read-only"}, func(t *testing.T, c Config) {
 			if c.Dashboard != DashboardReadOnly {
