@@ -38,7 +38,7 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/lib/pq v1.12.3 // indirect
 	github.com/lithammer/shortuuid/v3 v3.0.7 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
@@ -95,3 +95,5 @@ replace (
 )
 
 replace github.com/conveyorgo/conveyor/sqlitepubsub => ../sqlitepubsub
+
+replace github.com/conveyorgo/conveyor/kafkapubsub => ../kafkapubsub
