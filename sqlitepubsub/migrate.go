@@ -164,14 +164,16 @@ func migrateIn(ctx context.Context, c conn) (ran bool, err error) {
 
 // immediate runs f in a transaction begun with BEGIN IMMEDIATE on c: it
 // holds the file's write lock from its start, so that none of its reads
-// is made stale by another writer. f's error rolls it back.
+// is made stale by another writer. f's error rolls it back. COMMIT runs
+// even if ctx ended during f: holding the lock, it waits on no one, and
+// one cut short could be made and reported as failed.
 func immediate(ctx context.Context, c *sql.Conn, f func() error) error {
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
 	err := f()
 	if err == nil {
-		_, err = c.ExecContext(ctx, "COMMIT")
+		_, err = c.ExecContext(context.WithoutCancel(ctx), "COMMIT")
 	}
 	if err != nil {
 		// ROLLBACK fails harmlessly when SQLite rolled back already (an

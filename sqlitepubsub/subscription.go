@@ -136,14 +136,20 @@ func (u *subscription) claim(ctx context.Context, d *driver.Delivery, check bool
 		}
 	}
 	found := false
-	err := u.s.write(ctx, func(ctx context.Context) error {
+	err := u.s.writeTx(ctx, func(ctx context.Context, c *sql.Conn) error {
+		// The transaction holds the file's write lock (BEGIN IMMEDIATE,
+		// which waits no longer than ctx): nothing below waits on another
+		// connection, so it runs to its end even if ctx ends meanwhile. A
+		// claim cut short after its UPDATE ran would leave a copy in hand
+		// that no one has, until its lease ran out.
+		ctx = context.WithoutCancel(ctx)
 		var (
 			id     int64
 			token  int64
 			header sql.NullString
 			data   []byte
 		)
-		err := u.s.sqldb.QueryRowContext(ctx, claim, u.topic, u.name, t, t+micros(u.s.opts.Lease)).
+		err := c.QueryRowContext(ctx, claim, u.topic, u.name, t, t+micros(u.s.opts.Lease)).
 			Scan(&id, &token, &d.Attempt, &header, &data)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -158,6 +164,9 @@ func (u *subscription) claim(ctx context.Context, d *driver.Delivery, check bool
 		d.Msg, d.Token, d.Data, d.Header, found = ref(id), uint64(token), data, h, true
 		return nil
 	})
+	if err != nil {
+		found = false
+	}
 	if err != nil || found {
 		return found, err
 	}
