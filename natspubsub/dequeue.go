@@ -454,13 +454,13 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 		// Deleted (by DeleteSubscription here or in another process): no
-		// fault. The default subscription is declared again by the next
-		// fetch; another one is gone for its Dequeues.
+		// fault. The next fetch looks the consumer up again: it declares
+		// the default subscription again, and finds a named one gone
+		// (pubsub.ErrNoSubscription) unless it was made again while this
+		// request waited on the deleted consumer (a Subscribe after the
+		// delete).
 		s.forget()
-		if s.name == pubsub.DefaultSubscription {
-			return nil, 0, nil
-		}
-		return nil, 0, fmt.Errorf("%w %q (%v)", pubsub.ErrNoSubscription, s.name, err)
+		return nil, 0, nil
 	}
 	return nil, 0, err
 }
