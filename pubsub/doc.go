@@ -48,9 +48,8 @@
 // policy later is refused: ErrSubscriptionConflict). docs/architecture.md
 // has the details.
 //
-// The package pubsubtest checks all of this; every backend runs it.
-// Swapping backends changes durability and sharing across processes, and
-// nothing else a caller can observe.
+// Every backend runs package pubsubtest's checks of all this: swapping
+// backends changes only durability and sharing across processes.
 //
 // # Optional abilities
 //
