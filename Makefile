@@ -72,7 +72,7 @@ test: lint packages
 	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
 ## packages: the Debian packages the tests need (PostgreSQL's binaries, nats-server,
-## chromium), installed with apt-get when missing (scripts/install-packages.sh)
+## chromium, kcat), installed with apt-get when missing (scripts/install-packages.sh)
 packages:
 	@scripts/install-packages.sh
 
