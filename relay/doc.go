@@ -32,12 +32,12 @@
 // identity), and acks it in the source once the destination has it,
 // whether added or already kept (Stats counts both). A destination
 // without pubsub.UniqueEnqueuer (kafkapubsub: Kafka cannot refuse a key
-// across producers) gets a plain Enqueue, acked once the broker
-// acknowledged it; a message published again after a crash is a second
-// copy with the same identity, dropped by the consumer's inbox. A rolled-back
-// enqueue was never in the source and never reaches the destination. The
-// source's competing consumers let Relays in several processes share one
-// source.
+// across producers) gets a plain Enqueue, and the source's ack waits for
+// the broker's (acks=all); a message published again after a crash is a
+// second copy with the same identity, which the consumer's inbox drops
+// (docs/design/relay.md). A rolled-back enqueue was never in the source
+// and never reaches the destination. The source's competing consumers
+// let Relays in several processes share one source.
 //
 // # Identity
 //
