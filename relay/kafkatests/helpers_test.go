@@ -119,12 +119,18 @@ func (p *progress) wait(ctx context.Context, n int) error {
 // in the topic's log has been delivered.
 const endMarker = "end-of-test"
 
-// consumer consumes a kafkapubsub topic, one message at a time, as an
-// app with an inbox does: in one transaction of its own database, it
-// claims the message's identity (pubsub.Identity, the relayed header
-// pubsub.HeaderMessageID) on the inbox of a dbpubsub topic and, when the
-// claim is the first, writes the message's effect, a row of handled;
-// then it acks the message. kafkapubsub has no inbox of its own.
+// consumerGoroutines is how many messages the consumer handles at once,
+// each goroutine a share-group member of its own: copies of one message
+// may be handled at the same instant, and the inbox still makes one
+// effect.
+const consumerGoroutines = 4
+
+// consumer consumes a kafkapubsub topic as an app with an inbox does: in
+// one transaction of its own database, it claims each message's identity
+// (pubsub.Identity, the relayed header pubsub.HeaderMessageID) on the
+// inbox of a dbpubsub topic and, when the claim is the first, writes the
+// message's effect, a row of handled; then it acks the message.
+// kafkapubsub has no inbox of its own.
 type consumer struct {
 	t       testing.TB
 	db      *bun.DB
@@ -133,8 +139,9 @@ type consumer struct {
 	handled *progress // first claims: effects made
 	dropped atomic.Int64
 	total   atomic.Int64 // deliveries
+	endOnce sync.Once
 	end     chan struct{}
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc // ends the Dequeues
 	done    chan struct{}
 }
 
@@ -151,18 +158,26 @@ func startConsumer(t testing.TB, db *bun.DB, topic pubsub.Topic) *consumer {
 		inbox: dbpubsubtest.New(t, db, dbpubsub.Options{Logger: quiet}).Topic("inbox"),
 		end:   make(chan struct{}), cancel: cancel, done: make(chan struct{}),
 	}
+	var wg sync.WaitGroup
+	for range consumerGoroutines {
+		wg.Go(func() {
+			if err := c.run(ctx); err != nil && ctx.Err() == nil {
+				t.Errorf("consumer: %v", err)
+				cancel()
+			}
+		})
+	}
 	go func() {
-		defer close(c.done)
-		defer close(c.handled.stopped)
-		if err := c.run(ctx); err != nil && ctx.Err() == nil {
-			t.Errorf("consumer: %v", err)
-		}
+		wg.Wait()
+		close(c.handled.stopped)
+		close(c.done)
 	}()
 	t.Cleanup(func() { cancel(); <-c.done })
 	return c
 }
 
-// run handles messages until ctx ends or one fails.
+// run handles messages until ctx ends or one fails. A message in hand is
+// handled to its end, on a ctx of its own.
 func (c *consumer) run(ctx context.Context) error {
 	for {
 		m, err := c.topic.Dequeue(ctx)
@@ -170,44 +185,59 @@ func (c *consumer) run(ctx context.Context) error {
 			return fmt.Errorf("Dequeue: %w", err)
 		}
 		c.total.Add(1)
-		if string(m.Data()) == endMarker {
-			if err := m.Ack(ctx); err != nil {
-				return fmt.Errorf("Ack of the end marker: %w", err)
-			}
-			close(c.end)
-			continue
-		}
-		id := pubsub.MessageHeader(m)[pubsub.HeaderMessageID]
-		if id == "" {
-			return fmt.Errorf("message %s (%q) came without the header %s", m.ID(), m.Data(), pubsub.HeaderMessageID)
-		}
-		var first bool
-		err = c.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			var err error
-			first, _, err = pubsub.Claim(dbpubsub.WithTx(ctx, tx), c.inbox, pubsub.Identity(m))
-			if err != nil || !first {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, "INSERT INTO handled (payload, identity) VALUES (?, ?)", string(m.Data()), id)
+		if err := c.handle(context.WithoutCancel(ctx), m); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("handling %q: %w", m.Data(), err)
-		}
-		if err := m.Ack(ctx); err != nil {
-			return fmt.Errorf("Ack of %q: %w", m.Data(), err)
-		}
-		if first {
-			c.handled.add()
-		} else {
-			c.dropped.Add(1)
 		}
 	}
 }
 
+// handle makes m's effect if its identity is claimed for the first time,
+// and acks it.
+func (c *consumer) handle(ctx context.Context, m pubsub.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	if string(m.Data()) == endMarker {
+		if err := m.Ack(ctx); err != nil {
+			return fmt.Errorf("Ack of the end marker: %w", err)
+		}
+		c.endOnce.Do(func() { close(c.end) })
+		return nil
+	}
+	id := pubsub.MessageHeader(m)[pubsub.HeaderMessageID]
+	if id == "" {
+		return fmt.Errorf("message %s (%q) came without the header %s", m.ID(), m.Data(), pubsub.HeaderMessageID)
+	}
+	var first bool
+	err := c.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		first, _, err = pubsub.Claim(dbpubsub.WithTx(ctx, tx), c.inbox, pubsub.Identity(m))
+		if err != nil || !first {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO handled (payload, identity) VALUES (?, ?)", string(m.Data()), id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("handling %q: %w", m.Data(), err)
+	}
+	if err := m.Ack(ctx); err != nil {
+		return fmt.Errorf("Ack of %q: %w", m.Data(), err)
+	}
+	if first {
+		c.handled.add()
+	} else {
+		c.dropped.Add(1)
+	}
+	return nil
+}
+
 // finish publishes the end marker, waits until the consumer has it, and
-// stops the consumer. It returns the deliveries before the marker, and
-// how many of them the inbox dropped.
+// stops the consumer once the messages in hand are handled. It returns
+// the deliveries but the marker's, and how many of them the inbox
+// dropped. The marker comes after every record published before it in
+// the topic's one partition, but for one given back to the cluster
+// meanwhile (its lease ran out), which may come later: the count of
+// deliveries is a lower bound; the effects are what the test checks.
 func (c *consumer) finish(ctx context.Context) (deliveries, dropped int64) {
 	c.t.Helper()
 	if err := c.topic.Enqueue(ctx, []byte(endMarker)); err != nil {
