@@ -64,7 +64,9 @@
 //
 // Relaying is at least once, and exactly once in the destination while it
 // remembers the key (natspubsub: its duplicate window; dbpubsub: while the
-// message is kept; kafkapubsub: never, see Relay.Unique). Consumers that must never see a second copy claim its
-// identity (pubsub.ClaimMessage). With one worker the destination gets the
-// source's order. docs/design/relay.md has the details.
+// message is kept; kafkapubsub: never, see Relay.Unique). Consumers that
+// must never see a second copy claim its identity (pubsub.ClaimMessage,
+// or pubsub.Claim on an inbox in their database). With one worker the
+// destination gets the source's order. docs/design/relay.md has the
+// details.
 package relay

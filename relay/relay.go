@@ -82,9 +82,9 @@ func Key(source, id string) string {
 // Unique reports whether r's destination keeps one message per key
 // (pubsub.UniqueEnqueuer): then a message the source hands out again is
 // not added twice while the destination remembers its key. Otherwise
-// every publish adds a copy, and only the consumers' inbox
-// (pubsub.ClaimMessage, on the identity every copy carries) makes the
-// effects once.
+// every publish adds a copy, and only the consumers' inbox (a claim of
+// the identity every copy carries, pubsub.Identity) makes the effects
+// once.
 func (r *Relay) Unique() bool { return r.unique != nil }
 
 // Stats returns what r did so far.
