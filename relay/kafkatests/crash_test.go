@@ -67,7 +67,12 @@ func TestCrashInboxExactlyOnce(t *testing.T) {
 	// start starts a relay process, and returns it with the count of its
 	// publishes the cluster acknowledged, each a line published on its
 	// standard output (the rest of which goes to out).
-	start := func() (*exec.Cmd, *progress) {
+	type relayProc struct {
+		cmd       *exec.Cmd
+		published *progress
+		scanned   chan struct{} // closed once its output is read
+	}
+	start := func() relayProc {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=relay", crashDSNEnv+"="+dsn,
 			crashKafkaEnv+"="+strings.Join(brokers, ","), crashPfxEnv+"="+prefix)
@@ -94,13 +99,16 @@ func TestCrashInboxExactlyOnce(t *testing.T) {
 			}
 		}()
 		t.Cleanup(func() { _ = cmd.Process.Kill(); <-scanned; _ = cmd.Wait() })
-		return cmd, published
+		return relayProc{cmd, published, scanned}
 	}
-	stop := func(cmd *exec.Cmd, sig os.Signal) error {
-		if err := cmd.Process.Signal(sig); err != nil {
+	// stop signals p and returns its exit's error, once its output is
+	// read (Wait closes the pipe).
+	stop := func(p relayProc, sig os.Signal) error {
+		if err := p.cmd.Process.Signal(sig); err != nil {
 			t.Fatalf("signalling the relay: %v", err)
 		}
-		return cmd.Wait() // after the output is read (StdoutPipe)
+		<-p.scanned
+		return p.cmd.Wait()
 	}
 
 	var p produced
@@ -110,17 +118,17 @@ func TestCrashInboxExactlyOnce(t *testing.T) {
 		p, err = tryProduce(outboxDB, src, "m", crashMessages, crashPerTx)
 		producing <- err
 	}()
-	cmd, published := start()
+	proc := start()
 	// Each relay process is killed once the cluster acknowledged 20 to 80
 	// of its publishes: its workers are then likely between a publish and
 	// the source's Ack.
 	for kills := 0; kills < crashKills; kills++ {
 		target := 20 + rand.IntN(60)
-		if err := published.wait(ctx, target); err != nil {
-			t.Fatalf("relay process %d: %d of %d publishes (%v); relays' output:\n%s", kills+1, published.get(), target, err, out.Tail(4000))
+		if err := proc.published.wait(ctx, target); err != nil {
+			t.Fatalf("relay process %d: %d of %d publishes (%v); relays' output:\n%s", kills+1, proc.published.get(), target, err, out.Tail(4000))
 		}
-		_ = stop(cmd, syscall.SIGKILL)
-		cmd, published = start()
+		_ = stop(proc, syscall.SIGKILL)
+		proc = start()
 	}
 	if err := <-producing; err != nil {
 		t.Fatal(err)
@@ -139,7 +147,7 @@ func TestCrashInboxExactlyOnce(t *testing.T) {
 		}
 		return open == 0
 	})
-	if err := stop(cmd, syscall.SIGTERM); err != nil {
+	if err := stop(proc, syscall.SIGTERM); err != nil {
 		t.Fatalf("the last relay, stopped with SIGTERM: %v; its output:\n%s", err, out.Tail(4000))
 	}
 	// Every copy the relays published is in the topic's one partition
