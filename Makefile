@@ -9,7 +9,7 @@ BACKEND ?= mem
 # module, so the recipes name each module's ./dir/... (one go command for
 # all: its packages build and test in parallel). bench and interop run
 # apart (bench without -race, interop against the CloudEvents SDK).
-SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/cmd template cmd
+SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/kafkatests relay/cmd template cmd
 PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 
 .PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-micro fuzz check-go
@@ -72,7 +72,7 @@ test: lint packages
 	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
 ## packages: the Debian packages the tests need (PostgreSQL's binaries, nats-server,
-## chromium), installed with apt-get when missing (scripts/install-packages.sh)
+## chromium, kcat), installed with apt-get when missing (scripts/install-packages.sh)
 packages:
 	@scripts/install-packages.sh
 

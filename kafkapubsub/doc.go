@@ -37,6 +37,13 @@
 // topic's delay log, read by a mover that keeps what is not due in
 // memory and publishes each when due (delay.go).
 //
+// Other Kafka clients share the log (PubSub.LogTopic names it): a
+// message's identity (pubsub.HeaderMessageID, set by package relay) is
+// the plain record header "conveyor-message-id", both ways; its other
+// header keys are "Conveyor-H-" headers. The relay publishes here with
+// plain enqueues; its consumers' inbox (pubsub.Claim on the identity, in
+// their database) drops a second copy.
+//
 // kafkapubsub is a driver of conveyor's engine (package pubsub/engine):
 // the engine implements the contract, this package only the Kafka store.
 //
@@ -54,7 +61,7 @@
 //     mover stopped between a publish and its commit publishes again,
 //     with the same message ID).
 //   - Not yet (docs/kafkapubsub.md): stats, the inbox, a consumer-group
-//     mode for clusters without share groups. Unique enqueue is not offered: Kafka cannot refuse a key
-//     across producers. No caller's transaction (pubsub.WithTx is
-//     ErrUnsupported).
+//     mode for clusters without share groups. Unique enqueue is not
+//     offered: Kafka cannot refuse a key across producers. No caller's
+//     transaction (pubsub.WithTx is ErrUnsupported).
 package kafkapubsub

@@ -149,7 +149,7 @@ func (m *message) copyTo(topic string) *kgo.Record {
 	c := &kgo.Record{Topic: topic, Key: m.r.Key, Value: m.r.Value, Headers: make([]kgo.RecordHeader, 0, len(m.r.Headers)+3)}
 	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(m.id)})
 	for _, h := range m.r.Headers {
-		if _, _, ok := logstore.FromWire(h.Key, string(h.Value)); ok {
+		if _, _, ok := fromWire(h); ok {
 			c.Headers = append(c.Headers, h)
 		}
 	}

@@ -69,5 +69,13 @@ func (ps *PubSub) Shutdown(ctx context.Context) error {
 	}
 }
 
+// LogTopic returns the name of the Kafka topic that holds the messages of
+// topic name: where another Kafka client (kcat, a Kafka Connect sink)
+// reads what Enqueue published, or produces records the subscriptions
+// of name consume. A message's identity (pubsub.HeaderMessageID) is the
+// record header of that name; conveyor's own headers start with
+// "Conveyor-", and header key k of a message is "Conveyor-H-"+k.
+func (ps *PubSub) LogTopic(name string) string { return topicNames(ps.s.opts.Prefix, name).log }
+
 // MaxDataSize is the largest payload Enqueue takes, in bytes.
 func (ps *PubSub) MaxDataSize() int { return ps.s.opts.MaxDataSize }
