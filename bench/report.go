@@ -691,6 +691,7 @@ func writeMarkdown(w io.Writer, secs []section) {
 	p("\n## Scenarios\n\n%s", scenarioNotes)
 	p("\n## Reproduce\n\n```\nmake bench                       # every system; rewrites this file\n" +
 		"make bench-nats                  # the NATS systems only; rewrites their section\n" +
+		"make bench-kafka                 # the Kafka systems only (kfake unless KAFKA_BROKERS is set); rewrites their section\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go test -count=1 ./...   # the smoke runs of `make test`\n```\n")
 }
