@@ -12,7 +12,7 @@ BACKEND ?= mem
 SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/kafkatests relay/cmd template cmd
 PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 
-.PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-micro fuzz check-go
+.PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-kafka bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS, BACKEND=sqlite for a SQLite file)
 # Ctrl-C stops it cleanly. Its settings are environment variables
@@ -110,6 +110,12 @@ bench: check-go
 bench-nats: check-go
 	cd bench && CONVEYOR_BENCH_COMMAND="make bench-nats$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
 		../scripts/with-nats.sh $(GO) run . -systems nats -md ../BENCHMARKS.md $(BENCH_FLAGS)
+
+## bench-kafka: the Kafka systems only (~4 min), on $KAFKA_BROKERS or a kfake cluster the
+## benchmark starts in its process; rewrites the Kafka section of BENCHMARKS.md
+bench-kafka: check-go
+	cd bench && CONVEYOR_BENCH_COMMAND="make bench-kafka$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		$(GO) run . -systems kafka -md ../BENCHMARKS.md $(BENCH_FLAGS)
 
 ## bench-micro: the Go benchmarks of the framework's packages
 bench-micro: check-go

@@ -21,6 +21,10 @@ const (
 	// KindNATS systems keep their messages in NATS JetStream; their
 	// baseline is a hand-written nats.go publisher and pull consumer.
 	KindNATS Kind = "nats"
+	// KindKafka systems keep their messages in Kafka (a kfake cluster
+	// unless $KAFKA_BROKERS is set); their baseline is a hand-written
+	// franz-go producer and group consumer.
+	KindKafka Kind = "kafka"
 )
 
 // Msg is what every system carries: a sequence number and the time it was
@@ -121,6 +125,8 @@ func orderedSystems() []System {
 			r += 10
 		case KindMemory:
 			r += 20
+		case KindKafka:
+			r += 30
 		}
 		if ok, _ := applicable(s, ScEvents); ok {
 			r += 5
