@@ -22,8 +22,8 @@ import (
 // (NewPrefix) and deletes them when it closes (Delete).
 type KafkaEnv struct {
 	Brokers []string
-	Prefix  string        // of every topic and group of the run: bench<random>
-	Fake    bool          // the cluster is kfake, started by the run
+	Prefix  string         // of every topic and group of the run: bench<random>
+	Fake    bool           // the cluster is kfake, started by the run
 	cluster *kfake.Cluster // nil with $KAFKA_BROKERS
 	adm     *kadm.Client
 	cl      *kgo.Client
