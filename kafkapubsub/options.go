@@ -77,6 +77,12 @@ type Options struct {
 	// held longer (a long lease, an extension, a retry's backoff) renews
 	// it every third of it. 0 means DefaultRecordLock.
 	RecordLock time.Duration
+	// ConsumerGroups makes each subscription a Kafka consumer group
+	// rather than a share group (KIP-932), for clusters without share
+	// groups: consumer-group mode (group.go; its differences are in the
+	// package's doc). DeliveryLimit and RecordLock do not apply to it.
+	// Every PubSub on one cluster and Prefix must use the same mode.
+	ConsumerGroups bool
 	// OnFailure hears of each failure nobody returns (pubsub.Failure).
 	OnFailure func(pubsub.Failure)
 	// Logger receives what no caller can be given. nil means

@@ -120,11 +120,6 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 	if err != nil {
 		return d, err
 	}
-	// A requeue's transaction that lost (dead.go) is aborted: the group
-	// must not read it.
-	if err := s.setGroupConfig(ctx, n.group, "share.isolation.level", "read_committed"); err != nil {
-		return d, err
-	}
 	var o kadm.Offsets
 	for p, at := range ends {
 		o.Add(kadm.Offset{Topic: st.n.log, Partition: p, At: at})
@@ -134,6 +129,23 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
+	if s.opts.ConsumerGroups {
+		// A consumer group starts where its offsets were committed, by
+		// nobody yet (a simple commit of an empty group).
+		resp, err := s.adm.CommitOffsets(rctx, n.cgroup, o)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return d, s.fail(ctx, "starting consumer group "+n.cgroup, err)
+		}
+		return d, nil
+	}
+	// A requeue's transaction that lost (dead.go) is aborted: the group
+	// must not read it.
+	if err := s.setGroupConfig(ctx, n.group, "share.isolation.level", "read_committed"); err != nil {
+		return d, err
+	}
 	resp, err := s.adm.AlterShareGroupOffsets(rctx, n.group, o)
 	if err == nil {
 		err = resp.Error()
@@ -255,7 +267,11 @@ func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	// Best effort: a member of another process may still hold the group.
-	_, _ = s.adm.DeleteGroups(rctx, n.group)
+	group := n.group
+	if s.opts.ConsumerGroups {
+		group = n.cgroup
+	}
+	_, _ = s.adm.DeleteGroups(rctx, group)
 	_, _ = s.adm.DeleteTopics(rctx, n.retry, n.dead)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,14 +83,16 @@ func cleanup(t testing.TB, brokers []string, prefix string) {
 			t.Errorf("kafkapubsubtest: deleting the topics of %s: %v", prefix, err)
 		}
 	}
-	groups, err := adm.ListGroupsByType(ctx, []string{"share"})
-	if err != nil {
-		return // a cluster without share groups has none of ours
-	}
 	var gs []string
-	for _, g := range groups.Groups() {
-		if strings.HasPrefix(g, prefix+".") {
-			gs = append(gs, g)
+	for _, types := range [][]string{{"share"}, nil} { // share groups, then every type
+		groups, err := adm.ListGroupsByType(ctx, types)
+		if err != nil {
+			continue // a cluster without share groups has none of ours
+		}
+		for _, g := range groups.Groups() {
+			if strings.HasPrefix(g, prefix+".") && !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
 		}
 	}
 	if len(gs) > 0 {
@@ -134,9 +137,29 @@ func Harness(t testing.TB, base kafkapubsub.Options) pubsubtest.Harness {
 			o.Brokers, o.Prefix = brokers, Prefix(t, brokers)
 			return kafkapubsub.RegisterWithOptions(ctx, o)
 		},
-		Abilities: Abilities(),
+		Abilities: AbilitiesOf(base),
 		Messages:  2000,
 	}
+}
+
+// AbilitiesOf are what kafkapubsub offers with opts: Abilities, or
+// GroupAbilities with Options.ConsumerGroups.
+func AbilitiesOf(opts kafkapubsub.Options) pubsubtest.Abilities {
+	if opts.ConsumerGroups {
+		return GroupAbilities()
+	}
+	return Abilities()
+}
+
+// GroupAbilities are what kafkapubsub offers in consumer-group mode: those
+// of share-group mode (Abilities) but Shared. Two processes split a
+// subscription's partitions, not its records: one that holds a partition
+// holds its records, even while it has no consumer (kafkapubsub's doc);
+// the package's own tests check how they share.
+func GroupAbilities() pubsubtest.Abilities {
+	a := Abilities()
+	a.Shared = false
+	return a
 }
 
 // Abilities are what kafkapubsub offers so far, in share-group mode
