@@ -341,7 +341,7 @@ func (s *subState) groupReceive(ctx context.Context, stop <-chan struct{}, d *dr
 			}
 			select {
 			case f := <-g.ready:
-				if !g.tr.owned(f.part) {
+				if g.closed() || !g.tr.owned(f.part) {
 					continue // revoked: the partition's next owner delivers it
 				}
 				m := g.deliver(f)
