@@ -270,6 +270,7 @@ func (g *reader) settle(f fetched) bool {
 func (g *reader) commitLoop() {
 	t := time.NewTicker(commitRetry)
 	defer t.Stop()
+	var logged bool
 	for {
 		select {
 		case <-g.kick:
@@ -277,9 +278,14 @@ func (g *reader) commitLoop() {
 		case <-g.ctx.Done():
 			return
 		}
-		if err := g.commit(g.ctx, nil); err != nil && g.ctx.Err() == nil {
-			g.s.st.s.opts.Logger.Debug("kafkapubsub: committing a consumer group's offsets failed; retrying",
+		err := g.commit(g.ctx, nil)
+		switch {
+		case err == nil || g.ctx.Err() != nil:
+			logged = false
+		case !logged: // once until a commit succeeds
+			g.s.st.s.opts.Logger.Warn("kafkapubsub: committing a consumer group's offsets failed; retrying",
 				"topic", g.s.st.name, "subscription", g.s.name, "error", err)
+			logged = true
 		}
 	}
 }

@@ -229,3 +229,39 @@ func TestGroupsDeletedElsewhere(t *testing.T) {
 		t.Fatalf("Dequeue waiting when its subscription was deleted elsewhere: %v, want ErrNoSubscription", err)
 	}
 }
+
+// A nacked message's attempts travel with its copy in the subscription's
+// own log (logstore.HeaderDelivered): another process that delivers it
+// after a restart counts on from them.
+func TestGroupsAttemptsSurviveRestart(t *testing.T) {
+	opts := groupOptions(t, 1)
+	opts.Retry = pubsub.RetryPolicy{MaxAttempts: 5, MinBackoff: 200 * time.Millisecond, Jitter: -1}
+	ctx := context.Background()
+	one := openGroup(t, opts)
+	tp := topicOf(t, one, "attempts")
+	if err := tp.Enqueue(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	m := take(t, tp)
+	if err := m.Nack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m = take(t, tp)
+	if a := attempt(t, m); a != 2 {
+		t.Fatalf("attempt after a nack: %d, want 2", a)
+	}
+	if err := m.Nack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Close(); err != nil { // the third copy not delivered yet
+		t.Fatal(err)
+	}
+	two := openGroup(t, opts)
+	m = take(t, topicOf(t, two, "attempts"))
+	if string(m.Data()) != "x" || attempt(t, m) != 3 {
+		t.Fatalf("after the restart got %q at attempt %d, want x at 3", m.Data(), attempt(t, m))
+	}
+	if err := m.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

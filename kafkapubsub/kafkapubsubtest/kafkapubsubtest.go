@@ -2,7 +2,7 @@
 // cluster: $KAFKA_BROKERS when set (a real cluster), else an in-process
 // kfake cluster of three brokers on free 127.0.0.1 ports, started for the
 // test and closed at its end. Each PubSub gets a prefix of its own, whose
-// topics and share groups are deleted when its test ends.
+// topics and groups (share or consumer) are deleted when its test ends.
 //
 //	pubsubtest.Run(t, kafkapubsubtest.Harness(t, kafkapubsub.Options{}))
 package kafkapubsubtest
@@ -47,7 +47,7 @@ func Brokers(t testing.TB) []string {
 }
 
 // Prefix returns a new prefix for t's topics on brokers, whose Kafka
-// topics and share groups are deleted when t ends.
+// topics and groups are deleted when t ends.
 func Prefix(t testing.TB, brokers []string) string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
@@ -56,7 +56,7 @@ func Prefix(t testing.TB, brokers []string) string {
 	return prefix
 }
 
-// cleanup deletes the Kafka topics and share groups under prefix.
+// cleanup deletes the Kafka topics and groups under prefix.
 func cleanup(t testing.TB, brokers []string, prefix string) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
