@@ -107,6 +107,7 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		kgo.DisableAutoCommit(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // a requeue that lost is aborted
 		kgo.FetchMaxWait(groupFetchWait),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) { g.tr.assign(got) }),
 		kgo.OnPartitionsRevoked(g.revoked),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 			if len(lost) > 0 {
@@ -220,6 +221,9 @@ func (g *reader) poll() {
 		logged = false
 		for _, r := range fetches.Records() {
 			f := fetched{r: r, part: g.tr.fetched(r.Topic, r.Partition, r.Offset)}
+			if f.part == nil {
+				continue // its partition was revoked meanwhile
+			}
 			if g.s.skips(g.d, r) {
 				g.settle(f)
 				continue

@@ -20,6 +20,7 @@ import (
 // tracker is the records in flight of each partition a group member owns.
 type tracker struct {
 	mu    sync.Mutex
+	owns  map[topicPartition]bool // assigned and not revoked
 	parts map[topicPartition]*partition
 }
 
@@ -40,14 +41,32 @@ type partition struct {
 	revoked   bool           // no longer owned: its records are not ours
 }
 
-func newTracker() *tracker { return &tracker{parts: map[topicPartition]*partition{}} }
+func newTracker() *tracker {
+	return &tracker{owns: map[topicPartition]bool{}, parts: map[topicPartition]*partition{}}
+}
+
+// assign notes the partitions of got owned (the group assigns them before
+// they are fetched).
+func (t *tracker) assign(got map[string][]int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for topic, ps := range got {
+		for _, p := range ps {
+			t.owns[topicPartition{topic, p}] = true
+		}
+	}
+}
 
 // fetched notes the record at offset of topic's partition p as in flight
-// and returns its partition's state.
+// and returns its partition's state; nil when the partition is not owned
+// (a fetch that raced its revocation: the record is another member's).
 func (t *tracker) fetched(topic string, p int32, offset int64) *partition {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tp := topicPartition{topic, p}
+	if !t.owns[tp] {
+		return nil
+	}
 	part := t.parts[tp]
 	if part == nil {
 		part = &partition{tp: tp, settled: map[int64]bool{}, high: -1, committed: -1}
@@ -140,12 +159,16 @@ func (t *tracker) revoke(gone map[string][]int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	drop := func(tp topicPartition) {
+		delete(t.owns, tp)
 		if part := t.parts[tp]; part != nil {
 			part.revoked = true
 			delete(t.parts, tp)
 		}
 	}
 	if gone == nil {
+		for tp := range t.owns {
+			drop(tp)
+		}
 		for tp := range t.parts {
 			drop(tp)
 		}

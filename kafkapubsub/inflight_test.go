@@ -28,6 +28,7 @@ func pendingMarks(tr *tracker) map[string]map[int32]int64 {
 // of settled ones.
 func TestTrackerCommitsOnlyContiguous(t *testing.T) {
 	tr := newTracker()
+	tr.assign(map[string][]int32{"log": {0}})
 	var parts []*partition
 	for off := int64(10); off < 15; off++ {
 		parts = append(parts, tr.fetched("log", 0, off))
@@ -62,6 +63,7 @@ func TestTrackerCommitsOnlyContiguous(t *testing.T) {
 // not hold the mark back.
 func TestTrackerSkipsOffsetGaps(t *testing.T) {
 	tr := newTracker()
+	tr.assign(map[string][]int32{"log": {0}})
 	p := tr.fetched("log", 0, 3)
 	tr.fetched("log", 0, 7)
 	tr.settle(p, 7)
@@ -78,6 +80,10 @@ func TestTrackerSkipsOffsetGaps(t *testing.T) {
 // no mark, and marks can be asked for some partitions only.
 func TestTrackerPartitionsAndRevoke(t *testing.T) {
 	tr := newTracker()
+	if tr.fetched("log", 0, 0) != nil {
+		t.Fatal("a record of a partition not assigned was tracked")
+	}
+	tr.assign(map[string][]int32{"log": {0, 1}, "retry": {0}})
 	a := tr.fetched("log", 0, 0)
 	b := tr.fetched("log", 1, 5)
 	r := tr.fetched("retry", 0, 2)
@@ -95,13 +101,17 @@ func TestTrackerPartitionsAndRevoke(t *testing.T) {
 	if markOf(m, "log", 0) != -1 || markOf(m, "log", 1) != 6 || markOf(m, "retry", 0) != 3 {
 		t.Fatalf("marks after revoking log/0: %v, want log/1 at 6 and retry/0 at 3", m)
 	}
+	if tr.fetched("log", 0, 1) != nil {
+		t.Fatal("a record of a revoked partition was tracked (a fetch that raced the revocation)")
+	}
 	// Owned again later: it starts afresh from what is fetched.
+	tr.assign(map[string][]int32{"log": {0}})
 	a2 := tr.fetched("log", 0, 0)
 	if a2 == a || !tr.settle(a2, 0) || markOf(pendingMarks(tr), "log", 0) != 1 {
 		t.Fatalf("partition owned again: marks %v, want log/0 at 1", pendingMarks(tr))
 	}
 	tr.revoke(nil)
-	if len(tr.marks(nil)) != 0 || tr.owned(b) {
+	if len(tr.marks(nil)) != 0 || tr.owned(b) || tr.fetched("retry", 0, 3) != nil {
 		t.Fatal("revoking all left a partition owned")
 	}
 }
