@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,4 +265,39 @@ func TestGroupsAttemptsSurviveRestart(t *testing.T) {
 	if err := m.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A subscription made in one mode is refused to a PubSub of the other,
+// with an error wrapping ErrInvalidConfig naming Options.ConsumerGroups,
+// for a Dequeue and for a Subscribe; so is the default subscription's
+// reserve that a publish in the other mode made.
+func TestGroupsModeMismatch(t *testing.T) {
+	groups := groupOptions(t, 1)
+	shares := groups
+	shares.ConsumerGroups = false
+	ctx := context.Background()
+	g, s := openGroup(t, groups), openGroup(t, shares)
+	if _, err := pubsub.Subscribe(ctx, g, "mixed", "made-by-groups"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pubsub.Subscribe(ctx, s, "mixed-too", "made-by-shares"); err != nil {
+		t.Fatal(err)
+	}
+	if err := topicOf(t, s, "reserve").Enqueue(ctx, []byte("kept for the default")); err != nil {
+		t.Fatal(err)
+	}
+	want := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, kafkapubsub.ErrInvalidConfig) || !strings.Contains(err.Error(), "Options.ConsumerGroups") {
+			t.Fatalf("%s: %v, want an error wrapping ErrInvalidConfig naming Options.ConsumerGroups", what, err)
+		}
+	}
+	_, err := pubsub.Subscribe(ctx, s, "mixed", "made-by-groups")
+	want("Subscribe in share-group mode to a consumer group's subscription", err)
+	_, err = pubsub.Subscribe(ctx, g, "mixed-too", "made-by-shares")
+	want("Subscribe in consumer-group mode to a share group's subscription", err)
+	dctx, cancel := context.WithTimeout(ctx, patience)
+	defer cancel()
+	_, err = topicOf(t, g, "reserve").Dequeue(dctx)
+	want("Dequeue in consumer-group mode of a default subscription reserved in share-group mode", err)
 }

@@ -174,6 +174,9 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		return subDesc{}, err
 	}
 	if d, ok := reg[s.name]; ok && !d.Reserve {
+		if err := s.st.s.sameMode(d); err != nil {
+			return subDesc{}, err
+		}
 		s.keep(d)
 		return d, nil
 	}

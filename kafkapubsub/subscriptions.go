@@ -60,6 +60,21 @@ type subDesc struct {
 	// Created is when it was made, in nanoseconds since the Unix epoch,
 	// by its maker's clock: a message delayed before is not its own.
 	Created int64 `json:"created,omitempty"`
+	// Groups: it was made in consumer-group mode (Options.ConsumerGroups),
+	// a consumer group; else a share group.
+	Groups bool `json:"consumer_groups,omitempty"`
+}
+
+// sameMode returns nil when d was made in the store's mode, else an error
+// wrapping ErrInvalidConfig: a share group cannot be read as a consumer
+// group, nor the other way round.
+func (s *store) sameMode(d subDesc) error {
+	if d.Groups == s.opts.ConsumerGroups {
+		return nil
+	}
+	mode := map[bool]string{false: "share-group", true: "consumer-group"}
+	return fmt.Errorf("%w: subscription %q was made in %s mode; this PubSub's Options.ConsumerGroups is %v",
+		ErrInvalidConfig, d.Sub, mode[d.Groups], s.opts.ConsumerGroups)
 }
 
 // skips reports whether the record at offset of partition of the topic's
@@ -107,7 +122,8 @@ func (st *topicState) drop(ctx context.Context, sub string) error {
 // dead log and its share group, which starts at the log's end; reserve
 // and retry as given. It does not write the registry.
 func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
-	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano()}
+	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano(),
+		Groups: st.s.opts.ConsumerGroups}
 	n := st.n.sub(sub, d.Gen)
 	s := st.s
 	if err := s.createTopic(ctx, n.retry, s.opts.Partitions, false); err != nil {
@@ -175,6 +191,11 @@ func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Sub
 		return driver.SubscriptionConfig{}, err
 	}
 	d, ok := reg[sub]
+	if ok {
+		if err := s.sameMode(d); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+	}
 	switch {
 	case ok && d.Reserve: // the default's: declared
 		d.Reserve, d.Retry = false, own
