@@ -157,8 +157,8 @@ func AbilitiesOf(opts kafkapubsub.Options) pubsubtest.Abilities {
 // holds its records, even while it has no consumer (kafkapubsub's doc);
 // the package's own tests check how they share. Its other differences
 // (records settled above one in hand are delivered again after a
-// rebalance; Ack returns before the commit) are no ability the suite
-// checks: the package's tests pin them (group_test.go).
+// rebalance or a restart; Ack returns before the commit) are no ability
+// the suite checks; group_test.go pins the first.
 func GroupAbilities() pubsubtest.Abilities {
 	a := Abilities()
 	a.Shared = false
