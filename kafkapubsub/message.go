@@ -174,7 +174,7 @@ func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 
 // Retry gives the record back after delay: at once, or, holding its lock
 // meanwhile, when delay has passed (Kafka has no delayed release). The
-// cluster keeps no reason with it.
+// cluster keeps no reason with it. In consumer-group mode: groupRetry.
 func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, reason string) error {
 	if m, ok := d.Msg.(*gmessage); ok {
 		return s.groupRetry(ctx, m, delay, reason)

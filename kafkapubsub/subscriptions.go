@@ -119,8 +119,8 @@ func (st *topicState) drop(ctx context.Context, sub string) error {
 }
 
 // create makes a new generation of subscription sub: its own log, its
-// dead log and its share group, which starts at the log's end; reserve
-// and retry as given. It does not write the registry.
+// dead log and its share group (or consumer group), which starts at the
+// log's end; reserve and retry as given. It does not write the registry.
 func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
 	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano(),
 		Groups: st.s.opts.ConsumerGroups}
