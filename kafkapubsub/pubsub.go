@@ -13,7 +13,7 @@ const pkg = "kafkapubsub"
 
 // PubSub is the Kafka backend: conveyor's engine over a store whose
 // topics are Kafka topics and whose subscriptions are share groups on
-// them, shared by every process that uses the same cluster and
+// them (consumer groups with Options.ConsumerGroups), shared by every process that uses the same cluster and
 // Options.Prefix. Make it with New; it is safe for concurrent use.
 //
 // Besides pubsub.Topic a handle has admin.DeadLetters and
