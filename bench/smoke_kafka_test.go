@@ -37,7 +37,7 @@ func TestSmokeKafka(t *testing.T) {
 		}
 		names = append(names, s.Name)
 	}
-	for _, want := range []string{"conveyor kafkapubsub", "watermill-kafka", "baseline: kafka franz-go"} {
+	for _, want := range []string{"conveyor kafkapubsub", "conveyor kafkapubsub (consumer groups)", "watermill-kafka", "baseline: kafka franz-go"} {
 		if !strings.Contains(strings.Join(names, "\n"), want) {
 			t.Errorf("%s did not run (ran: %q)", want, names)
 		}
@@ -63,10 +63,10 @@ func TestSmokeKafka(t *testing.T) {
 		}
 		goals = append(goals, tg.Goal)
 	}
-	// enqueue, drain and fan-out against the baseline and watermill-kafka,
-	// and the latency
-	if len(goals) != 7 {
-		t.Errorf("%d Kafka targets checked, want 7: %q", len(goals), goals)
+	// for each mode: enqueue, drain and fan-out against the baseline and
+	// watermill-kafka, and the latency
+	if len(goals) != 14 {
+		t.Errorf("%d Kafka targets checked, want 14: %q", len(goals), goals)
 	}
 	if rep.Kafka["brokers"] == "" {
 		t.Errorf("the report does not name the Kafka cluster: %v", rep.Kafka)
