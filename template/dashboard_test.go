@@ -232,3 +232,44 @@ func (p *process) checkDashboard(t *testing.T) {
 		}
 	}
 }
+
+// checkDashboardDead checks the app's dashboard on a backend that does not
+// count its messages but lists its dead ones (Kafka): the topics page
+// shows each subscription of want, saying it is not counted, with a link
+// to its dead messages, whose list has want[sub] rows.
+func (p *process) checkDashboardDead(t *testing.T, want map[string]int) {
+	t.Helper()
+	body := p.get(t, "/conveyor/")
+	for sub, n := range want {
+		link := "/conveyor/topics/orders/" + sub + "/"
+		for _, w := range []string{`<a href="` + link + `">orders</a>`,
+			`not counted by this backend · <a href="` + link + `?state=dead">dead messages</a>`} {
+			if !strings.Contains(body, w) {
+				t.Errorf("the dashboard does not show %s:\n%s", w, body)
+			}
+		}
+		list := p.get(t, link+"?state=dead")
+		rows := strings.Count(list, `<td class="lasterror">`)
+		switch {
+		case n == 0 && !strings.Contains(list, "<p>No dead messages.</p>"):
+			t.Errorf("the dead list of %s does not say it has none:\n%s", sub, list)
+		case rows != n:
+			t.Errorf("the dead list of %s has %d messages, want %d:\n%s", sub, rows, n, list)
+		}
+	}
+}
+
+// get returns the body of GET path of the app, which must answer 200.
+func (p *process) get(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get(p.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %s, %v:\n%s", path, resp.Status, err, body)
+	}
+	return string(body)
+}
