@@ -24,10 +24,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/internal/natstest"
-	"github.com/conveyorgo/conveyor/kafkapubsub"
-	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
