@@ -32,7 +32,7 @@ func peek(ctx context.Context, t pubsub.Topic, opts admin.PeekOptions) (admin.Pe
 		return admin.PeekPage{}, err
 	}
 	for _, m := range dead {
-		pg.Messages = append(pg.Messages, deadInfo(m))
+		pg.Messages = append(pg.Messages, m.Info())
 	}
 	return pg, nil
 }
@@ -51,7 +51,7 @@ func getMessage(ctx context.Context, t pubsub.Topic, id string) (admin.MessageIn
 	}
 	for _, m := range dead {
 		if m.ID == id {
-			return deadInfo(m), m.Data, nil
+			return m.Info(), m.Data, nil
 		}
 	}
 	return admin.MessageInfo{}, nil, fmt.Errorf("%w: %q is not among the first %d dead messages (this backend shows dead messages only)",
@@ -64,10 +64,4 @@ func listDead(ctx context.Context, t pubsub.Topic, limit int) ([]admin.DeadMessa
 		limit = admin.MaxPeekLimit
 	}
 	return admin.ListDead(ctx, t, limit)
-}
-
-// deadInfo is the MessageInfo of the dead message m.
-func deadInfo(m admin.DeadMessage) admin.MessageInfo {
-	return admin.MessageInfo{ID: m.ID, State: admin.StateDead, Attempts: m.Attempts, RunAt: m.DiedAt, LastError: m.LastError,
-		Size: len(m.Data), Preview: admin.PreviewOf(m.Data), Header: m.Header}
 }

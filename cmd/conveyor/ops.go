@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -333,13 +332,9 @@ func (c *opsCall) connectKafka(brokers, prefix string) (func(), error) {
 	if c.cmd.name == "migrate" {
 		return nil, usageErrorf("migrate applies to PostgreSQL only: kafkapubsub makes its Kafka topics when first used")
 	}
-	var list []string
-	for b := range strings.SplitSeq(brokers, ",") {
-		b = strings.TrimSpace(b)
-		if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
-			return nil, usageErrorf("--kafka-brokers %q: want host:port of each broker, comma-separated", brokers)
-		}
-		list = append(list, b)
+	list, err := kafkapubsub.ParseBrokers(brokers)
+	if err != nil {
+		return nil, usageErrorf("--kafka-brokers: %v", err)
 	}
 	ps, err := kafkapubsub.New(kafkapubsub.Options{Brokers: list, Prefix: prefix, Logger: c.logger()})
 	if err != nil {

@@ -185,7 +185,7 @@ func peekDead(c *opsCall, t pubsub.Topic, limit int) (admin.PeekPage, error) {
 	}
 	var page admin.PeekPage
 	for _, d := range dead {
-		page.Messages = append(page.Messages, deadInfo(d))
+		page.Messages = append(page.Messages, d.Info())
 	}
 	return page, nil
 }
@@ -204,17 +204,11 @@ func showDead(c *opsCall, t pubsub.Topic, id string, unsupported error) (admin.M
 	}
 	for _, d := range dead {
 		if d.ID == id {
-			return deadInfo(d), d.Data, nil
+			return d.Info(), d.Data, nil
 		}
 	}
 	return admin.MessageInfo{}, nil, fmt.Errorf("%w (no dead message %q among the first %d: this backend shows dead messages only)",
 		unsupported, id, admin.MaxPeekLimit)
-}
-
-// deadInfo is the MessageInfo of the dead message d.
-func deadInfo(d admin.DeadMessage) admin.MessageInfo {
-	return admin.MessageInfo{ID: d.ID, State: admin.StateDead, Attempts: d.Attempts, RunAt: d.DiedAt, LastError: d.LastError,
-		Size: len(d.Data), Preview: admin.PreviewOf(d.Data), Header: d.Header}
 }
 
 // timeColumn names a peeked state's MessageInfo.RunAt.

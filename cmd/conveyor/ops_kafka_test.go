@@ -74,7 +74,7 @@ func TestOpsKafka(t *testing.T) {
 		{"Pause", []string{"pause", "orders"}, 1, "", []string{"not supported by this backend: pause"}},
 		{"Migrate", []string{"migrate"}, 2, "", []string{"migrate applies to PostgreSQL only"}},
 		{"TwoBackends", []string{"topics", "--sqlite", "app.db"}, 2, "", []string{"--sqlite and --kafka-brokers (or $KAFKA_BROKERS) are set: pick one backend"}},
-		{"BadBrokers", []string{"topics", "--kafka-brokers", "kafka"}, 2, "", []string{`--kafka-brokers "kafka": want host:port of each broker`}},
+		{"BadBrokers", []string{"topics", "--kafka-brokers", "kafka"}, 2, "", []string{`--kafka-brokers: kafkapubsub: invalid configuration: broker "kafka"`, "want host:port of each broker"}},
 		{"BadPrefix", []string{"stats", "orders", "--prefix", "a.b"}, 2, "", []string{"kafkapubsub: invalid configuration: Options.Prefix"}},
 		{"UnknownTopic", []string{"peek", "nosuch", "--state", "dead"}, 3, "", []string{`unknown topic "nosuch"`, "check the name and -prefix"}},
 		{"UnknownTopicOtherPrefix", []string{"peek", "orders", "--state", "dead", "--prefix", otherPrefix}, 3, "", []string{`unknown topic "orders"`}},

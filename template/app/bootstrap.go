@@ -98,8 +98,8 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		log.Info("SQLite file", "path", cfg.SQLitePath)
 	case BackendKafka:
 		// durable in Kafka, shared by every process on the cluster
-		err = kafkapubsub.RegisterWithOptions(ictx, kafkapubsub.Options{Brokers: kafkaBrokers(cfg.KafkaBrokers),
-			Prefix: cfg.KafkaPrefix, Logger: log})
+		brokers, _ := kafkapubsub.ParseBrokers(cfg.KafkaBrokers) // checked by LoadConfig
+		err = kafkapubsub.RegisterWithOptions(ictx, kafkapubsub.Options{Brokers: brokers, Prefix: cfg.KafkaPrefix, Logger: log})
 		log.Info("Kafka cluster", "brokers", cfg.KafkaBrokers, "prefix", cmp.Or(cfg.KafkaPrefix, kafkapubsub.DefaultPrefix))
 	default:
 		err = channelpubsub.Register(ictx) // in this process's memory

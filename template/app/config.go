@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/conveyorgo/conveyor/kafkapubsub"
 )
 
 // Backend says where messages live.
@@ -151,11 +153,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 
 	if v := getenv("KAFKA_BROKERS"); v != "" {
 		c.KafkaBrokers = v
-		for _, b := range kafkaBrokers(v) {
-			if _, port, err := net.SplitHostPort(b); err != nil || port == "" {
-				bad("KAFKA_BROKERS", v, "host:port of each broker, comma-separated, as in 127.0.0.1:9092,127.0.0.1:9093")
-				break
-			}
+		if _, err := kafkapubsub.ParseBrokers(v); err != nil {
+			bad("KAFKA_BROKERS", v, "host:port of each broker, comma-separated, as in 127.0.0.1:9092,127.0.0.1:9093")
 		}
 	}
 
@@ -218,13 +217,4 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}
 	return c, nil
-}
-
-// kafkaBrokers splits KAFKA_BROKERS, a comma-separated list.
-func kafkaBrokers(v string) []string {
-	var out []string
-	for b := range strings.SplitSeq(v, ",") {
-		out = append(out, strings.TrimSpace(b))
-	}
-	return out
 }

@@ -81,7 +81,7 @@ func TestLoadConfig(t *testing.T) {
 		{"Kafka", map[string]string{"CONVEYOR_BACKEND": "kafka", "KAFKA_BROKERS": "127.0.0.1:9092, 127.0.0.1:9093",
 			"CONVEYOR_KAFKA_PREFIX": "shop-1"}, func(t *testing.T, c Config) {
 			if c.Backend != BackendKafka || c.KafkaPrefix != "shop-1" ||
-				strings.Join(kafkaBrokers(c.KafkaBrokers), " ") != "127.0.0.1:9092 127.0.0.1:9093" {
+				c.KafkaBrokers != "127.0.0.1:9092, 127.0.0.1:9093" {
 				t.Errorf("got %+v", c)
 			}
 		}, nil},
