@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/internal/natstest"
@@ -212,6 +213,36 @@ func TestEndToEnd(t *testing.T) {
 		p.stop(t)
 		checkKafka(t, brokers, prefix)
 	})
+	t.Run("KafkaHealth", func(t *testing.T) {
+		// GET /healthz asks Kafka, which has no stats, for the topic's
+		// subscriptions: 200 while the cluster answers, 503 once it is
+		// gone (a cluster of the test's own, closed midway).
+		t.Parallel()
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := startApp(t, "CONVEYOR_BACKEND=kafka", "KAFKA_BROKERS="+strings.Join(c.ListenAddrs(), ","))
+		if code := p.health(t); code != http.StatusOK {
+			t.Errorf("GET /healthz with the cluster up: %d, want 200", code)
+		}
+		c.Close()
+		if code := p.health(t); code != http.StatusServiceUnavailable {
+			t.Errorf("GET /healthz with the cluster gone: %d, want 503", code)
+		}
+	})
+}
+
+// health returns the status of GET /healthz.
+func (p *process) health(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // checkKafka checks that the app on Kafka left nothing dead and no order
