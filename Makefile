@@ -1,8 +1,8 @@
 # conveyor — the two commands a new user needs are `make run` and `make test`.
 SHELL := /usr/bin/env bash
 GO    ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
-# Backend of `make run`: mem (in-process channels), db (PostgreSQL) or nats
-# (NATS JetStream).
+# Backend of `make run`: mem (in-process channels), db (PostgreSQL), nats
+# (NATS JetStream), sqlite (a SQLite file) or kafka (Apache Kafka).
 BACKEND ?= mem
 # The modules of the repository (docs/modules.md; go.work lists them). In
 # workspace mode a pattern ./... at the root does not cross into a nested
@@ -14,7 +14,7 @@ PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 
 .PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-kafka bench-micro fuzz check-go
 
-## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS, BACKEND=sqlite for a SQLite file)
+## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS, BACKEND=sqlite for a SQLite file, BACKEND=kafka for Kafka)
 # Ctrl-C stops it cleanly. Its settings are environment variables
 # (CONVEYOR_ADDR, CONVEYOR_WORKERS, ...; see template/app/config.go). On
 # PostgreSQL its tables are in the schema conveyor_template, created if missing;
@@ -22,16 +22,18 @@ PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 # server on 127.0.0.1:4222, else a throwaway one (scripts/with-nats.sh); on
 # sqlite they are in the file $CONVEYOR_SQLITE_PATH, else
 # $TMPDIR/conveyor-template.db, which the run prints and keeps: the orders
-# waiting there survive a restart of the app.
+# waiting there survive a restart of the app; on kafka its topics and share
+# groups are named conveyor_template..., on $KAFKA_BROKERS, else a throwaway
+# in-memory kfake cluster of three brokers (scripts/with-kafka.sh).
 # The app is built into a temporary directory, removed when it exits, and run
 # as the recipe's own child (not by go run, which exits 1 on a signal): a clean
-# stop on Ctrl-C is a success. On db and nats, the shell and the with- script
+# stop on Ctrl-C is a success. On db, nats and kafka, the shell and the with- script
 # ignore SIGINT (a throwaway server's trap would exit 130 after the app's clean
 # stop): the app still gets it, and the script still removes its server
 # afterwards.
 run: check-go
-ifeq ($(filter $(BACKEND),mem db nats sqlite),)
-	@echo "BACKEND=$(BACKEND): want mem (the default, in memory), db (PostgreSQL), nats (NATS JetStream) or sqlite (a SQLite file)"; exit 2
+ifeq ($(filter $(BACKEND),mem db nats sqlite kafka),)
+	@echo "BACKEND=$(BACKEND): want mem (the default, in memory), db (PostgreSQL), nats (NATS JetStream), sqlite (a SQLite file) or kafka (Apache Kafka)"; exit 2
 else
 	@set -e; dir=$$(mktemp -d "$${TMPDIR:-/tmp}/conveyor-run.XXXXXX"); trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) build -o "$$dir/app" ./template/app; \
@@ -41,6 +43,9 @@ else
 	elif [ "$(BACKEND)" = nats ]; then \
 		trap '' INT; \
 		scripts/with-nats.sh env CONVEYOR_BACKEND=nats CONVEYOR_NATS_PREFIX=conveyor_template "$$dir/app"; \
+	elif [ "$(BACKEND)" = kafka ]; then \
+		trap '' INT; \
+		GO="$(GO)" scripts/with-kafka.sh env CONVEYOR_BACKEND=kafka CONVEYOR_KAFKA_PREFIX=conveyor_template "$$dir/app"; \
 	elif [ "$(BACKEND)" = sqlite ]; then \
 		file="$${CONVEYOR_SQLITE_PATH:-$${TMPDIR:-/tmp}/conveyor-template.db}"; \
 		echo "messages in the SQLite file $$file (CONVEYOR_SQLITE_PATH)" >&2; \

@@ -23,6 +23,7 @@ require github.com/conveyorgo/conveyor/template v0.0.0-00010101000000-0000000000
 
 require (
 	github.com/conveyorgo/conveyor/internal/natstest v0.0.0-00010101000000-000000000000
+	github.com/conveyorgo/conveyor/kafkapubsub v0.0.0-00010101000000-000000000000
 	github.com/uptrace/bun v1.3.0
 	go.uber.org/goleak v1.3.0
 )
@@ -32,7 +33,12 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
@@ -65,3 +71,5 @@ require (
 )
 
 replace github.com/conveyorgo/conveyor/sqlitepubsub => ../sqlitepubsub
+
+replace github.com/conveyorgo/conveyor/kafkapubsub => ../kafkapubsub

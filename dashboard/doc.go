@@ -27,7 +27,9 @@
 //     escaped: a message holding <script> shows as that text.
 //   - Each backend call is bounded by Options.Timeout; the pages' queries
 //     are the backends' indexed inspection calls (a page of Peek, Stats),
-//     never a scan of the messages.
+//     never a scan of the messages. A backend without a Peeker (NATS,
+//     Kafka) shows its dead messages only, from admin.ListDead (at most
+//     admin.MaxPeekLimit); one without stats (Kafka) shows no counts.
 //   - A topic or subscription not listed by the backend (or in
 //     Options.Topics) is answered 404: a mistyped URL never creates one.
 //   - The charts come from a sampler that reads each subscription's Stats

@@ -24,6 +24,7 @@ type overviewRow struct {
 	Topic, Sub, URL string
 	Stats           admin.Stats
 	Err             string // why its counts are missing
+	NotCounted      bool   // the backend does not count its messages (no admin.Stater)
 	State           string // running, paused, or "" when the backend cannot pause
 	Chart           *chart
 }
@@ -76,7 +77,11 @@ func (d *Dashboard) overviewRow(r *http.Request, tg target) overviewRow {
 		return row
 	}
 	defer t.Close()
-	if row.Stats, err = admin.TopicStats(ctx, t); err != nil {
+	row.Stats, err = admin.TopicStats(ctx, t)
+	switch {
+	case errors.Is(err, pubsub.ErrUnsupported):
+		row.NotCounted = true
+	case err != nil:
 		row.Err = err.Error()
 	}
 	row.State = pauseState(ctx, t)
@@ -169,10 +174,7 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		p.PauseState = "Running."
 		p.PauseAction = new(d.actionLink(actions["pause"], tg, ""))
 	}
-	if state == admin.StateDead && stats.Dead > 0 {
-		p.BulkActions = []link{d.actionLink(actions["requeue-all"], tg, ""), d.actionLink(actions["purge-all"], tg, "")}
-	}
-	pg, err := admin.Peek(ctx, t, admin.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
+	pg, err := peek(ctx, t, admin.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
 	switch {
 	case errors.Is(err, admin.ErrInvalidCursor):
 		d.failErr(w, r, err)
@@ -181,6 +183,10 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		p.Err = "This backend cannot list its messages."
 	case err != nil:
 		p.Err = "The messages could not be listed: " + err.Error()
+	}
+	// Without counts (no admin.Stater), the list says whether any is dead.
+	if state == admin.StateDead && (stats.Dead > 0 || errors.Is(statsErr, pubsub.ErrUnsupported) && len(pg.Messages) > 0) {
+		p.BulkActions = []link{d.actionLink(actions["requeue-all"], tg, ""), d.actionLink(actions["purge-all"], tg, "")}
 	}
 	now := time.Now()
 	for _, m := range pg.Messages {
@@ -234,7 +240,7 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	info, data, err := admin.GetMessage(ctx, t, id)
+	info, data, err := getMessage(ctx, t, id)
 	if err != nil {
 		d.failErr(w, r, fmt.Errorf("message %q of %s: %w", id, tg.words(), err))
 		return

@@ -18,6 +18,8 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
 	shop "github.com/conveyorgo/conveyor/template/app/orders"
 )
@@ -44,26 +46,53 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// TestDashboardInBrowser runs the app on PostgreSQL with an order whose
-// fulfilment died (a "warehouse offline" failure, made before the app
-// started), and acts as an operator in headless Chromium: the dashboard's
-// topics page shows the dead message, its list shows why it died, its page
-// shows the order, the Requeue link and the confirmation's button re-queue
-// it, and the app delivers it: its fulfilment handles the order and the
-// dead count is 0.
+// TestDashboardInBrowser runs the app with an order whose fulfilment died
+// (a "warehouse offline" failure, made before the app started), and acts
+// as an operator in headless Chromium: the dashboard's topics page shows
+// the dead message (its count on PostgreSQL; on Kafka, which counts
+// nothing, a link to the dead messages), its list shows why it died, its
+// page shows the order, the Requeue link and the confirmation's button
+// re-queue it, and the app delivers it: its fulfilment handles the order
+// and nothing is dead any more.
 func TestDashboardInBrowser(t *testing.T) {
-	t.Parallel()
-	dsn, db := dbpubsubtest.NewStore(t)
-	ps := dbpubsubtest.New(t, db, dbpubsub.Options{Prefetch: -1})
-	deadID := deadOrder(t, ps)
-	p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
+	t.Run("DB", func(t *testing.T) {
+		t.Parallel()
+		dsn, db := dbpubsubtest.NewStore(t)
+		ps := dbpubsubtest.New(t, db, dbpubsub.Options{Prefetch: -1})
+		deadID := deadOrder(t, ps)
+		p := startApp(t, "CONVEYOR_BACKEND=db", "DATABASE_URL="+dsn)
+		requeueInBrowser(t, p, deadID, true)
+	})
+	t.Run("Kafka", func(t *testing.T) {
+		t.Parallel()
+		brokers := kafkapubsubtest.Brokers(t)
+		prefix := kafkapubsubtest.Prefix(t, brokers)
+		ps, err := kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadID := deadOrder(t, ps)
+		if err := ps.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := startApp(t, "CONVEYOR_BACKEND=kafka", "KAFKA_BROKERS="+strings.Join(brokers, ","), "CONVEYOR_KAFKA_PREFIX="+prefix)
+		requeueInBrowser(t, p, deadID, false)
+	})
+}
 
+// requeueInBrowser re-queues the dead order deadID of the app p through
+// its dashboard in headless Chromium, as TestDashboardInBrowser says, and
+// stops the app. counted says whether the backend counts its messages
+// (the topics page shows the dead count) or not (it links to the dead
+// list, which says when none is left).
+func requeueInBrowser(t *testing.T, p *process, deadID string, counted bool) {
+	t.Helper()
 	ctx, cancel := newBrowser(t)
 	defer cancel()
 	deadLink := chromedp.CSS(`a[href="/conveyor/topics/orders/default/?state=dead"]`)
 	do(t, ctx, "open the topics page", chromedp.Navigate(p.url+"/conveyor/"))
-	if n := get(t, ctx, chromedp.Text(deadLink)); n != "1" {
-		t.Fatalf("the topics page shows %q dead messages on orders/default, want 1", n)
+	if n, want := get(t, ctx, chromedp.Text(deadLink)), map[bool]string{true: "1", false: "dead messages"}[counted]; n != want {
+		t.Fatalf("the topics page's dead link of orders/default says %q, want %q", n, want)
 	}
 	do(t, ctx, "open the dead list", chromedp.Click(deadLink), chromedp.WaitVisible(chromedp.CSS(`table.messages`)))
 	list := get(t, ctx, chromedp.Text(chromedp.CSS(`table.messages`)))
@@ -72,7 +101,9 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("the dead list does not show %q:\n%s", want, list)
 		}
 	}
-	savePNG(t, "dashboard-dead.png", get(t, ctx, chromedp.FullScreenshot(100)))
+	if counted {
+		savePNG(t, "dashboard-dead.png", get(t, ctx, chromedp.FullScreenshot(100)))
+	}
 	do(t, ctx, "open the message", chromedp.Click(chromedp.CSS(`a[href$="/messages/`+deadID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`pre.data`)))
 	if data := get(t, ctx, chromedp.Text(chromedp.CSS(`pre.data`))); !strings.Contains(data, `"order_id": "order-dead-1"`) {
@@ -90,6 +121,14 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// The app delivers it: fulfilment handles the order once.
 	p.waitHandledCount(t, map[string]int{"default": 1, "analytics": 0})
+	if !counted {
+		do(t, ctx, "open the dead list", chromedp.Navigate(p.url+"/conveyor/topics/orders/default/?state=dead"))
+		if body := get(t, ctx, chromedp.Text(chromedp.CSS(`main`))); !strings.Contains(body, "No dead messages.") {
+			t.Errorf("after the requeue, the dead list shows:\n%s", body)
+		}
+		p.stop(t)
+		return
+	}
 	for deadline := time.Now().Add(waitHandled); ; time.Sleep(100 * time.Millisecond) {
 		do(t, ctx, "open the topics page", chromedp.Navigate(p.url+"/conveyor/"))
 		n := get(t, ctx, chromedp.Text(deadLink))
@@ -231,4 +270,45 @@ func (p *process) checkDashboard(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkDashboardDead checks the app's dashboard on a backend that does not
+// count its messages but lists its dead ones (Kafka): the topics page
+// shows each subscription of want, saying it is not counted, with a link
+// to its dead messages, whose list has want[sub] rows.
+func (p *process) checkDashboardDead(t *testing.T, want map[string]int) {
+	t.Helper()
+	body := p.get(t, "/conveyor/")
+	for sub, n := range want {
+		link := "/conveyor/topics/orders/" + sub + "/"
+		for _, w := range []string{`<a href="` + link + `">orders</a>`,
+			`not counted by this backend · <a href="` + link + `?state=dead">dead messages</a>`} {
+			if !strings.Contains(body, w) {
+				t.Errorf("the dashboard does not show %s:\n%s", w, body)
+			}
+		}
+		list := p.get(t, link+"?state=dead")
+		rows := strings.Count(list, `<td class="lasterror">`)
+		switch {
+		case n == 0 && !strings.Contains(list, "<p>No dead messages.</p>"):
+			t.Errorf("the dead list of %s does not say it has none:\n%s", sub, list)
+		case rows != n:
+			t.Errorf("the dead list of %s has %d messages, want %d:\n%s", sub, rows, n, list)
+		}
+	}
+}
+
+// get returns the body of GET path of the app, which must answer 200.
+func (p *process) get(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get(p.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %s, %v:\n%s", path, resp.Status, err, body)
+	}
+	return string(body)
 }

@@ -21,11 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/internal/pgtest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -191,6 +194,99 @@ func TestEndToEnd(t *testing.T) {
 		p.stop(t)
 		checkNATS(t, url, prefix)
 	})
+	t.Run("Kafka", func(t *testing.T) {
+		// On a kfake cluster of the test (or $KAFKA_BROKERS), under a
+		// prefix whose topics and groups are deleted after the test.
+		// Kafka has no stats (no queue gauges, no counts on the
+		// dashboard) and no inbox (analytics counts each delivery).
+		t.Parallel()
+		brokers := kafkapubsubtest.Brokers(t)
+		prefix := kafkapubsubtest.Prefix(t, brokers)
+		p := startApp(t, "CONVEYOR_BACKEND=kafka", "KAFKA_BROKERS="+strings.Join(brokers, ","), "CONVEYOR_KAFKA_PREFIX="+prefix)
+		if !strings.Contains(p.stderr.String(), `msg="Kafka cluster" brokers=`+strings.Join(brokers, ",")+" prefix="+prefix) {
+			t.Errorf("the app did not log the cluster and the prefix it uses:\n%s", p.stderr)
+		}
+		p.postOrders(t)
+		p.waitHandled(t)
+		p.checkMetricsOf(t, false)
+		p.checkDashboardDead(t, map[string]int{"default": 0, "analytics": 0})
+		p.stop(t)
+		checkKafka(t, brokers, prefix)
+	})
+	t.Run("KafkaHealth", func(t *testing.T) {
+		// GET /healthz asks Kafka, which has no stats, for the topic's
+		// subscriptions: 200 while the cluster answers, 503 once it is
+		// gone (a cluster of the test's own, closed midway).
+		t.Parallel()
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := startApp(t, "CONVEYOR_BACKEND=kafka", "KAFKA_BROKERS="+strings.Join(c.ListenAddrs(), ","))
+		if code := p.health(t); code != http.StatusOK {
+			t.Errorf("GET /healthz with the cluster up: %d, want 200", code)
+		}
+		c.Close()
+		if code := p.health(t); code != http.StatusServiceUnavailable {
+			t.Errorf("GET /healthz with the cluster gone: %d, want 503", code)
+		}
+	})
+}
+
+// health returns the status of GET /healthz.
+func (p *process) health(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get(p.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// checkKafka checks that the app on Kafka left nothing dead and no order
+// unsettled on either subscription of its topic: what a new consumer gets
+// within a few seconds is at most the reports ticked just before the stop.
+func checkKafka(t *testing.T, brokers []string, prefix string) {
+	t.Helper()
+	ps, err := kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx := context.Background()
+	for _, sub := range subscriptions {
+		tp, err := ps.Subscribe(ctx, "orders", sub)
+		if sub == "default" {
+			tp, err = ps.Topic("orders"), nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead, err := admin.ListDead(ctx, tp, 0)
+		if err != nil || len(dead) != 0 {
+			t.Errorf("subscription %s after the stop: %d dead messages (%v), want none", sub, len(dead), err)
+		}
+		for {
+			dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			m, err := tp.Dequeue(dctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			var e struct {
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(m.Data(), &e); err != nil || e.Type != reportType {
+				t.Errorf("subscription %s after the stop: a message %s is left, want at most %s events", sub, m.Data(), reportType)
+			}
+			if err := m.Ack(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+		_ = tp.Close()
+	}
 }
 
 // checkSQLite checks that the file holds the acked orders want counts on
@@ -390,7 +486,7 @@ func startApp(t *testing.T, env ...string) *process {
 	cmd := exec.Command(appBinary(t))
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CONVEYOR_") && !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "DATABASE_URL=") &&
-			!strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "PORT=") {
+			!strings.HasPrefix(kv, "NATS_URL=") && !strings.HasPrefix(kv, "KAFKA_BROKERS=") && !strings.HasPrefix(kv, "PORT=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

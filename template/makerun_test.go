@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -122,6 +123,28 @@ func TestMakeRun(t *testing.T) {
 			t.Errorf("the app did not log the throwaway server and the prefix conveyor_template:\n%s", log)
 		}
 	})
+	t.Run("KafkaThrowaway", func(t *testing.T) {
+		// No cluster given: scripts/with-kafka.sh starts a throwaway kfake
+		// cluster of three brokers, which the app uses, and stops it
+		// after the app's clean stop.
+		t.Parallel()
+		p := startMake(t, "BACKEND=kafka", "KAFKA_FORCE_THROWAWAY=1")
+		p.ctrlC(t)
+		log := p.stderr.String()
+		m := regexp.MustCompile(`msg="Kafka cluster" brokers=(127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+) prefix=conveyor_template\n`).FindStringSubmatch(log)
+		if m == nil {
+			t.Fatalf("the app did not log a throwaway cluster of three brokers and the prefix conveyor_template:\n%s", log)
+		}
+		for _, b := range strings.Split(m[1], ",") {
+			if c, err := net.DialTimeout("tcp", b, 5*time.Second); err == nil {
+				c.Close()
+				t.Errorf("the throwaway broker %s still answers after the run", b)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(p.tmp, "with-kafka.*")); len(left) > 0 {
+			t.Errorf("scripts/with-kafka.sh left its directory behind: %v", left)
+		}
+	})
 }
 
 // makeProcess is `make run` running, in a process group of its own.
@@ -147,7 +170,7 @@ func startMake(t *testing.T, args ...string) *makeProcess {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(name, "CONVEYOR_"), name == "DATABASE_URL", name == "PORT", name == "PGPORT_FORCE_THROWAWAY", name == "TMPDIR",
-			name == "NATS_URL", name == "NATS_FORCE_THROWAWAY",
+			name == "NATS_URL", name == "NATS_FORCE_THROWAWAY", name == "KAFKA_BROKERS", name == "KAFKA_FORCE_THROWAWAY",
 			name == "MAKEFLAGS", name == "MFLAGS", name == "MAKELEVEL", name == "BACKEND":
 		default:
 			cmd.Env = append(cmd.Env, kv)

@@ -20,9 +20,10 @@
 // # Operating
 //
 // The operator's commands look at and repair the messages an app keeps, on
-// PostgreSQL (-database-url or $DATABASE_URL, -table) or NATS (-nats-url or
-// $NATS_URL, -prefix); the in-memory backend lives inside its app's process,
-// out of reach of a command:
+// PostgreSQL (-database-url or $DATABASE_URL, -table), NATS (-nats-url or
+// $NATS_URL, -prefix), a SQLite file (-sqlite) or Kafka (-kafka-brokers or
+// $KAFKA_BROKERS, -prefix; dead messages only, no stats); the in-memory
+// backend lives inside its app's process, out of reach of a command:
 //
 //	conveyor migrate                  create or update dbpubsub's tables
 //	conveyor migrate -grant ROLE      ...and grant ROLE what an app needs, owning nothing

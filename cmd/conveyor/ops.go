@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -150,6 +151,7 @@ func runOps(c *opsCommand, args []string, stdout, stderr io.Writer, e env) int {
 	natsURL := fs.String("nats-url", e.getenv("NATS_URL"), "")
 	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "")
 	sqlitePath := fs.String("sqlite", "", "")
+	kafkaBrokers := fs.String("kafka-brokers", e.getenv("KAFKA_BROKERS"), "")
 	timeout := fs.Duration("timeout", time.Minute, "")
 	fs.StringVar(&call.subscription, "subscription", pubsub.DefaultSubscription, "")
 	fs.BoolVar(&call.json, "json", false, "")
@@ -189,7 +191,8 @@ func runOps(c *opsCommand, args []string, stdout, stderr io.Writer, e env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	call.ctx = ctx
-	closeBackend, err := call.connect(*dbURL, *table, *natsURL, *prefix, *sqlitePath)
+	closeBackend, err := call.connect(backendFlags{dbURL: *dbURL, table: *table, natsURL: *natsURL, prefix: *prefix,
+		sqlitePath: *sqlitePath, kafkaBrokers: *kafkaBrokers})
 	if err != nil {
 		return fail(err)
 	}
@@ -224,19 +227,33 @@ func (c *opsCall) checkArgs() error {
 	return nil
 }
 
+// backendFlags are the connection flags, as given or from the
+// environment.
+type backendFlags struct {
+	dbURL, table, natsURL, prefix, sqlitePath, kafkaBrokers string
+}
+
 // connect opens the one backend the flags name and returns what closes it.
-func (c *opsCall) connect(dbURL, table, natsURL, prefix, sqlitePath string) (func(), error) {
-	if sqlitePath != "" {
-		if dbURL != "" || natsURL != "" {
-			return nil, usageErrorf("--sqlite and --database-url (or $DATABASE_URL) or --nats-url (or $NATS_URL) are set: pick one backend")
+func (c *opsCall) connect(f backendFlags) (func(), error) {
+	dbURL, table, natsURL, prefix := f.dbURL, f.table, f.natsURL, f.prefix
+	var given []string
+	for _, b := range []struct{ value, name string }{
+		{f.dbURL, "--database-url (or $DATABASE_URL)"}, {f.natsURL, "--nats-url (or $NATS_URL)"},
+		{f.sqlitePath, "--sqlite"}, {f.kafkaBrokers, "--kafka-brokers (or $KAFKA_BROKERS)"},
+	} {
+		if b.value != "" {
+			given = append(given, b.name)
 		}
-		return c.connectSQLite(sqlitePath)
 	}
 	switch {
-	case dbURL != "" && natsURL != "":
-		return nil, usageErrorf("both --database-url (or $DATABASE_URL) and --nats-url (or $NATS_URL) are set: pick one backend")
+	case len(given) > 1:
+		return nil, usageErrorf("%s are set: pick one backend", strings.Join(given, " and "))
+	case f.sqlitePath != "":
+		return c.connectSQLite(f.sqlitePath)
+	case f.kafkaBrokers != "":
+		return c.connectKafka(f.kafkaBrokers, prefix)
 	case dbURL == "" && natsURL == "":
-		return nil, usageErrorf("no backend: pass --database-url (or set $DATABASE_URL) for PostgreSQL, --nats-url (or set $NATS_URL) for NATS, or --sqlite PATH for a SQLite file")
+		return nil, usageErrorf("no backend: pass --database-url (or set $DATABASE_URL) for PostgreSQL, --nats-url (or set $NATS_URL) for NATS, --sqlite PATH for a SQLite file, or --kafka-brokers (or set $KAFKA_BROKERS) for Kafka")
 	case natsURL != "":
 		if c.cmd.name == "migrate" {
 			return nil, usageErrorf("migrate applies to PostgreSQL only: pass --database-url (or set $DATABASE_URL)")
@@ -307,6 +324,26 @@ func (c *opsCall) connectSQLite(path string) (func(), error) {
 	return func() { _ = ps.Close(); _ = db.Close() }, nil
 }
 
+// connectKafka opens a kafkapubsub PubSub on brokers (host:port,
+// comma-separated) under prefix. Kafka has no topic list, stats, peek,
+// cancel or pause (kafkapubsub's doc): those commands say so; the dead
+// messages are listed, re-queued and purged.
+func (c *opsCall) connectKafka(brokers, prefix string) (func(), error) {
+	if c.cmd.name == "migrate" {
+		return nil, usageErrorf("migrate applies to PostgreSQL only: kafkapubsub makes its Kafka topics when first used")
+	}
+	list, err := kafkapubsub.ParseBrokers(brokers)
+	if err != nil {
+		return nil, usageErrorf("--kafka-brokers: %v", err)
+	}
+	ps, err := kafkapubsub.New(kafkapubsub.Options{Brokers: list, Prefix: prefix, Logger: c.logger()})
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	c.ps = ps
+	return func() { _ = ps.Close() }, nil
+}
+
 // logger passes on the backend's warnings to stderr.
 func (c *opsCall) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -340,7 +377,17 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 		subs = ts[i].Subscriptions
 	default:
 		// Without a topic list, a missing topic is the backend's error
-		// when it is used, or an empty topic.
+		// when it is used, or an empty topic; a backend that can look one
+		// up (Kafka, which would make it when used) is asked first.
+		if tc, ok := c.ps.(topicChecker); ok {
+			found, err := tc.HasTopic(c.ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			if !found {
+				return nil, notFoundErrorf("unknown topic %q (this backend cannot list its topics: check the name and -prefix)", topic)
+			}
+		}
 		if subs, err = admin.ListSubscriptions(c.ctx, c.ps, topic); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 			return nil, err
 		}
@@ -355,6 +402,12 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 		return nil, notFoundErrorf("unknown subscription %q of topic %q (conveyor topics lists them)", c.subscription, topic)
 	}
 	return []string{c.subscription}, nil
+}
+
+// topicChecker is a PubSub that can say whether it keeps a topic without
+// listing its topics (kafkapubsub).
+type topicChecker interface {
+	HasTopic(ctx context.Context, topic string) (bool, error)
 }
 
 // topic returns the handle on subscription sub of topic, which exist
@@ -408,8 +461,12 @@ const connectionFlags = `  -database-url URL    PostgreSQL (default $DATABASE_UR
   -table NAME          dbpubsub's message table (default conveyor_events)
   -nats-url URL        NATS with JetStream (default $NATS_URL); it can peek at
                        dead messages only, and cannot cancel
-  -prefix P            natspubsub's stream prefix (default conveyor)
+  -prefix P            natspubsub's stream prefix, or kafkapubsub's (default conveyor)
   -sqlite PATH         a sqlitepubsub file (it must exist and have its tables)
+  -kafka-brokers LIST  Kafka, host:port of each broker, comma-separated (default
+                       $KAFKA_BROKERS); -prefix is kafkapubsub's. It can peek at
+                       and show dead messages only, and has no topic list, stats,
+                       cancel or pause
   -subscription NAME   act on this subscription of the topic (default: the default one)
   -json                print one JSON document instead of a table
   -timeout D           give up after D (default 1m)

@@ -185,10 +185,30 @@ func peekDead(c *opsCall, t pubsub.Topic, limit int) (admin.PeekPage, error) {
 	}
 	var page admin.PeekPage
 	for _, d := range dead {
-		page.Messages = append(page.Messages, admin.MessageInfo{ID: d.ID, State: admin.StateDead, Attempts: d.Attempts,
-			RunAt: d.DiedAt, LastError: d.LastError, Size: len(d.Data), Preview: admin.PreviewOf(d.Data), Header: d.Header})
+		page.Messages = append(page.Messages, d.Info())
 	}
 	return page, nil
+}
+
+// showDead finds the dead message id with DeadLetters, on a backend
+// without a Peeker (NATS, Kafka), among the first admin.MaxPeekLimit; not
+// there, it returns unsupported, the error of GetMessage, with what it
+// looked at.
+func showDead(c *opsCall, t pubsub.Topic, id string, unsupported error) (admin.MessageInfo, []byte, error) {
+	dead, err := admin.ListDead(c.ctx, t, admin.MaxPeekLimit)
+	if errors.Is(err, pubsub.ErrUnsupported) {
+		return admin.MessageInfo{}, nil, unsupported
+	}
+	if err != nil {
+		return admin.MessageInfo{}, nil, err
+	}
+	for _, d := range dead {
+		if d.ID == id {
+			return d.Info(), d.Data, nil
+		}
+	}
+	return admin.MessageInfo{}, nil, fmt.Errorf("%w (no dead message %q among the first %d: this backend shows dead messages only)",
+		unsupported, id, admin.MaxPeekLimit)
 }
 
 // timeColumn names a peeked state's MessageInfo.RunAt.
@@ -220,6 +240,9 @@ func runShow(c *opsCall) error {
 	}
 	defer t.Close()
 	info, data, err := admin.GetMessage(c.ctx, t, c.args[1])
+	if errors.Is(err, pubsub.ErrUnsupported) {
+		info, data, err = showDead(c, t, c.args[1], err)
+	}
 	if err != nil {
 		return err
 	}

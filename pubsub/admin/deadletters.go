@@ -33,6 +33,14 @@ type DeadMessage struct {
 	Header    pubsub.Header // its header (nil if it has none); the caller's to keep
 }
 
+// Info is m as Peek and GetMessage describe a message: dead, its death
+// time as RunAt. A tool shows the dead messages of a backend without a
+// Peeker so.
+func (m DeadMessage) Info() MessageInfo {
+	return MessageInfo{ID: m.ID, State: StateDead, Attempts: m.Attempts, RunAt: m.DiedAt, LastError: m.LastError,
+		Size: len(m.Data), Preview: PreviewOf(m.Data), Header: m.Header}
+}
+
 // ListDead lists up to limit dead messages of t.
 func ListDead(ctx context.Context, t pubsub.Topic, limit int) ([]DeadMessage, error) {
 	d, ok := pubsub.As[DeadLetters](t)

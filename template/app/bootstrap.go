@@ -19,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub"
 	"github.com/conveyorgo/conveyor/di"
 	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
 	"github.com/conveyorgo/conveyor/migrations"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -95,6 +96,11 @@ func bootstrap(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err e
 		// durable in a SQLite file, shared by every process on the file
 		err = sqlitepubsub.RegisterFile(ictx, cfg.SQLitePath, sqlitepubsub.Options{Logger: log})
 		log.Info("SQLite file", "path", cfg.SQLitePath)
+	case BackendKafka:
+		// durable in Kafka, shared by every process on the cluster
+		brokers, _ := kafkapubsub.ParseBrokers(cfg.KafkaBrokers) // checked by LoadConfig
+		err = kafkapubsub.RegisterWithOptions(ictx, kafkapubsub.Options{Brokers: brokers, Prefix: cfg.KafkaPrefix, Logger: log})
+		log.Info("Kafka cluster", "brokers", cfg.KafkaBrokers, "prefix", cmp.Or(cfg.KafkaPrefix, kafkapubsub.DefaultPrefix))
 	default:
 		err = channelpubsub.Register(ictx) // in this process's memory
 	}

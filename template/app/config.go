@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/conveyorgo/conveyor/kafkapubsub"
 )
 
 // Backend says where messages live.
@@ -28,6 +30,9 @@ const (
 	// BackendSQLite keeps messages in a SQLite file (sqlitepubsub):
 	// durable with no server, shared by every process on the file.
 	BackendSQLite Backend = "sqlite"
+	// BackendKafka keeps messages in Apache Kafka (kafkapubsub, on share
+	// groups): durable, and shared by every process on the cluster.
+	BackendKafka Backend = "kafka"
 )
 
 // Dashboard says whether the app serves the dashboard at /conveyor/, and
@@ -49,12 +54,14 @@ const (
 // tagged `inject:""` gets it.
 type Config struct {
 	Addr         string        // CONVEYOR_ADDR, else ":$PORT", else 127.0.0.1:8080
-	Backend      Backend       // CONVEYOR_BACKEND: mem (default), db, nats or sqlite
+	Backend      Backend       // CONVEYOR_BACKEND: mem (default), db, nats, sqlite or kafka
 	DatabaseURL  string        // DATABASE_URL: the PostgreSQL DSN, needed by db
 	Schema       string        // CONVEYOR_DB_SCHEMA: the schema of the app's tables, created if missing (default: the DSN's search_path)
 	NATSURL      string        // NATS_URL: the NATS server(s), needed by nats, as in nats://127.0.0.1:4222
 	NATSPrefix   string        // CONVEYOR_NATS_PREFIX: starts the names of the app's streams (default: natspubsub's, conveyor)
 	SQLitePath   string        // CONVEYOR_SQLITE_PATH: the SQLite file, created if missing, needed by sqlite
+	KafkaBrokers string        // KAFKA_BROKERS: the Kafka brokers, host:port, comma-separated, needed by kafka
+	KafkaPrefix  string        // CONVEYOR_KAFKA_PREFIX: starts the names of the app's Kafka topics and groups (default: kafkapubsub's, conveyor)
 	Workers      int           // CONVEYOR_WORKERS: events handled at once (default 10)
 	ReportEvery  time.Duration // CONVEYOR_REPORT_EVERY: period of the sales report (default 1m)
 	DrainTimeout time.Duration // CONVEYOR_DRAIN_TIMEOUT: how long a stop waits for work in flight (default 30s)
@@ -81,7 +88,8 @@ const (
 // identifier that needs no quoting.
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// natsPrefix is what CONVEYOR_NATS_PREFIX accepts (natspubsub.Options.Prefix).
+// natsPrefix is what CONVEYOR_NATS_PREFIX accepts (natspubsub.Options.Prefix),
+// and CONVEYOR_KAFKA_PREFIX (kafkapubsub.Options.Prefix).
 var natsPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // LoadConfig reads the configuration from getenv (os.Getenv in main). An
@@ -134,8 +142,20 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		if c.SQLitePath == "" {
 			errs = append(errs, errors.New("CONVEYOR_BACKEND=sqlite needs CONVEYOR_SQLITE_PATH, as in ./shop.db"))
 		}
+	case "kafka":
+		c.Backend = BackendKafka
+		if strings.TrimSpace(getenv("KAFKA_BROKERS")) == "" {
+			errs = append(errs, errors.New("CONVEYOR_BACKEND=kafka needs KAFKA_BROKERS, as in 127.0.0.1:9092,127.0.0.1:9093"))
+		}
 	default:
-		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default), db (PostgreSQL, with DATABASE_URL), nats (NATS JetStream, with NATS_URL) or sqlite (a SQLite file, with CONVEYOR_SQLITE_PATH)")
+		bad("CONVEYOR_BACKEND", v, "mem (in-process, the default), db (PostgreSQL, with DATABASE_URL), nats (NATS JetStream, with NATS_URL), sqlite (a SQLite file, with CONVEYOR_SQLITE_PATH) or kafka (Apache Kafka, with KAFKA_BROKERS)")
+	}
+
+	if v := getenv("KAFKA_BROKERS"); v != "" {
+		c.KafkaBrokers = v
+		if _, err := kafkapubsub.ParseBrokers(v); err != nil {
+			bad("KAFKA_BROKERS", v, "host:port of each broker, comma-separated, as in 127.0.0.1:9092,127.0.0.1:9093")
+		}
 	}
 
 	if v := getenv("CONVEYOR_DB_SCHEMA"); v != "" {
@@ -150,6 +170,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			bad("CONVEYOR_NATS_PREFIX", v, "1 to 32 ASCII letters, digits, - and _, as in shop")
 		}
 		c.NATSPrefix = v
+	}
+
+	if v := getenv("CONVEYOR_KAFKA_PREFIX"); v != "" {
+		if !natsPrefix.MatchString(v) {
+			bad("CONVEYOR_KAFKA_PREFIX", v, "1 to 32 ASCII letters, digits, - and _, as in shop")
+		}
+		c.KafkaPrefix = v
 	}
 
 	if v := getenv("CONVEYOR_WORKERS"); v != "" {

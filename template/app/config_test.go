@@ -78,6 +78,17 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}, nil},
 		{"SQLiteWithoutPath", map[string]string{"CONVEYOR_BACKEND": "sqlite"}, nil, []string{"CONVEYOR_SQLITE_PATH"}},
+		{"Kafka", map[string]string{"CONVEYOR_BACKEND": "kafka", "KAFKA_BROKERS": "127.0.0.1:9092, 127.0.0.1:9093",
+			"CONVEYOR_KAFKA_PREFIX": "shop-1"}, func(t *testing.T, c Config) {
+			if c.Backend != BackendKafka || c.KafkaPrefix != "shop-1" ||
+				c.KafkaBrokers != "127.0.0.1:9092, 127.0.0.1:9093" {
+				t.Errorf("got %+v", c)
+			}
+		}, nil},
+		{"KafkaWithoutBrokers", map[string]string{"CONVEYOR_BACKEND": "kafka"}, nil, []string{"KAFKA_BROKERS"}},
+		{"BadKafkaBrokers", map[string]string{"CONVEYOR_BACKEND": "kafka", "KAFKA_BROKERS": "127.0.0.1:9092,,kafka"}, nil,
+			[]string{"KAFKA_BROKERS", "host:port of each broker"}},
+		{"BadKafkaPrefix", map[string]string{"CONVEYOR_KAFKA_PREFIX": "shop.1"}, nil, []string{"CONVEYOR_KAFKA_PREFIX", "1 to 32"}},
 		{"BadNATSPrefix", map[string]string{"CONVEYOR_NATS_PREFIX": "shop.orders"}, nil, []string{"CONVEYOR_NATS_PREFIX", "letters"}},
 		{"UnknownBackend", map[string]string{"CONVEYOR_BACKEND": "redis"}, nil, []string{`CONVEYOR_BACKEND="redis"`, "mem", "db", "nats", "sqlite"}},
 		{"BadAddr", map[string]string{"CONVEYOR_ADDR": "8080"}, nil, []string{"CONVEYOR_ADDR", "host:port"}},

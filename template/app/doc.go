@@ -10,6 +10,7 @@
 // signal stops the app); configure it with environment variables (see
 // Config): CONVEYOR_BACKEND=db with DATABASE_URL keeps the events in
 // PostgreSQL instead of memory, CONVEYOR_BACKEND=nats with NATS_URL in NATS
-// JetStream. SIGINT or SIGTERM stops it cleanly: it stops
+// JetStream, CONVEYOR_BACKEND=kafka with KAFKA_BROKERS in Kafka.
+// SIGINT or SIGTERM stops it cleanly: it stops
 // taking orders, finishes the work in flight and exits 0.
 package main

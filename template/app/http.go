@@ -203,15 +203,21 @@ func (h *StatsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // HealthHandler serves GET /healthz: 200 when the backend answers, 503
-// when it does not.
+// when it does not. It asks for the topic's stats, or, from a backend
+// without stats (Kafka), for the topic's subscriptions.
 type HealthHandler struct {
-	Queue pubsub.Topic `inject:"orders"`
+	Queue  pubsub.Topic  `inject:"orders"`
+	PubSub pubsub.PubSub `inject:""`
 }
 
 func (h *HealthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := admin.TopicStats(ctx, h.Queue); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
+	_, err := admin.TopicStats(ctx, h.Queue)
+	if errors.Is(err, pubsub.ErrUnsupported) {
+		_, err = admin.ListSubscriptions(ctx, h.PubSub, orders.Topic)
+	}
+	if err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()})
 		return
 	}

@@ -2,10 +2,12 @@ package orders
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
 	"github.com/conveyorgo/conveyor/event"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // Tally is what the analytics service counted: the orders placed and their
@@ -37,7 +39,9 @@ func (t *Tally) Totals() (orders, units int) {
 // CountOrder handles Placed events on the analytics subscription: it
 // counts each order once, even when the event comes back (after a failure
 // of its own or of a sibling listener, or a crash), by claiming the event
-// in the inbox before counting it.
+// in the inbox before counting it. On a backend without an inbox (Kafka,
+// so far) it counts every delivery: an event that comes back is counted
+// again.
 type CountOrder struct {
 	Tally *Tally `inject:""`
 }
@@ -48,6 +52,9 @@ func (c *CountOrder) Handle(ctx context.Context, e Placed) error {
 	// An app counting in its database passes the transaction that writes
 	// the count, so that both commit together: event.Claim(ctx, tx).
 	first, err := event.Claim(ctx, nil)
+	if errors.Is(err, pubsub.ErrUnsupported) {
+		first, err = true, nil // no inbox: at least once
+	}
 	if err != nil || !first {
 		return err
 	}
