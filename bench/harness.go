@@ -191,9 +191,9 @@ type Config struct {
 	SQLiteN          int           `json:",omitempty"` // messages per run of scenarios 1, 2 and 3
 	SQLiteLatencyFor time.Duration `json:",omitempty"` // latency scenario: how long the producer runs
 	SQLiteBacklog    int           `json:",omitempty"` // backlog scenario: messages (0 skips it)
-	Systems     string        // comma-separated substrings; empty means all
-	SkipSystems string        `json:",omitempty"` // comma-separated substrings of systems not to run
-	Scenarios   string        // comma-separated scenario ids; empty means all
+	Systems          string        // comma-separated substrings; empty means all
+	SkipSystems      string        `json:",omitempty"` // comma-separated substrings of systems not to run
+	Scenarios        string        // comma-separated scenario ids; empty means all
 }
 
 func (c Config) wantSystem(name string) bool {
