@@ -930,6 +930,14 @@ Each system gets a fresh schema per repetition; repetitions are interleaved acro
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
 gives one-transaction-per-message designs.
 
+**On SQLite** (its own section), scenarios 1–4 on a SQLite file per system and repetition, in a temporary directory
+removed after, WAL and synchronous=FULL (sqlitepubsub's default: a commit survives a power loss), with -sqlite-n
+messages and a latency run of -sqlite-latency-for (fewer than on PostgreSQL: one writer per file and an fsync per
+commit). The peer is River on SQLite (riversqlite), configured as its own ` + "`river bench`" + `; the baseline a
+hand-written loop on the same driver (modernc.org/sqlite) and one connection: INSERT; claim with UPDATE … RETURNING;
+DELETE, each its own transaction. **conveyor sqlitepubsub (128 consumers)** is the drain with 128 consumer
+goroutines, River's tuned configuration having 2,000 workers. The backlog (scenario 6) is opt-in (-sqlite-backlog).
+
 **On NATS** (its own section), scenarios 1–4 and 8 as above, on one NATS server with JetStream; each instance makes
 its streams under a fresh prefix and deletes them when it closes. The baseline is what a user would write with
 nats.go's jetstream package alone: PublishAsync and waiting for the PubAck (a batch: all its PublishAsyncs, then
