@@ -702,6 +702,8 @@ func writeMarkdown(w io.Writer, secs []section) {
 	p("\n## Scenarios\n\n%s", scenarioNotes)
 	p("\n## Reproduce\n\n```\nmake bench                       # every system; rewrites this file\n" +
 		"make bench-nats                  # the NATS systems only; rewrites their section\n" +
+		"make bench BENCH_FLAGS='-systems sqlite,SQLite'   # the SQLite systems only (~2.5 min); rewrites their section\n" +
+		"cd bench && go run . -systems 'conveyor sqlitepubsub' -scenarios backlog -sqlite-backlog 1000000 -backlog-max-run 15m   # the opt-in SQLite backlog\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go test -count=1 ./...   # the smoke runs of `make test`\n```\n")
 }
