@@ -33,8 +33,8 @@ const (
 	opWithdrawn
 )
 
-// op is one write of a group: exec, or a claim of claim.u (one delivery
-// into claim.d).
+// op is one write of a group: exec, or a claim of one copy of claim.u's
+// subscription, which the leader writes into claim.
 type op struct {
 	exec  func(ctx context.Context, c *sql.Conn) error
 	claim *claimReq
