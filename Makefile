@@ -9,10 +9,10 @@ BACKEND ?= mem
 # module, so the recipes name each module's ./dir/... (one go command for
 # all: its packages build and test in parallel). bench and interop run
 # apart (bench without -race, interop against the CloudEvents SDK).
-SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/cmd template cmd
+SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/kafkatests relay/cmd template cmd
 PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
 
-.PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-micro fuzz check-go
+.PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-kafka bench-micro fuzz check-go
 
 ## run: the template app on the in-memory backend (BACKEND=db for PostgreSQL, BACKEND=nats for NATS, BACKEND=sqlite for a SQLite file)
 # Ctrl-C stops it cleanly. Its settings are environment variables
@@ -72,7 +72,7 @@ test: lint packages
 	(cd interop && $(GO) test -json -race -count=1 -timeout 5m ./...) | "$$dir/testprogress"
 
 ## packages: the Debian packages the tests need (PostgreSQL's binaries, nats-server,
-## chromium), installed with apt-get when missing (scripts/install-packages.sh)
+## chromium, kcat), installed with apt-get when missing (scripts/install-packages.sh)
 packages:
 	@scripts/install-packages.sh
 
@@ -110,6 +110,12 @@ bench: check-go
 bench-nats: check-go
 	cd bench && CONVEYOR_BENCH_COMMAND="make bench-nats$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
 		../scripts/with-nats.sh $(GO) run . -systems nats -md ../BENCHMARKS.md $(BENCH_FLAGS)
+
+## bench-kafka: the Kafka systems only (~4 min), on $KAFKA_BROKERS or a kfake cluster the
+## benchmark starts in its process; rewrites the Kafka section of BENCHMARKS.md
+bench-kafka: check-go
+	cd bench && CONVEYOR_BENCH_COMMAND="make bench-kafka$(if $(BENCH_FLAGS), BENCH_FLAGS='$(BENCH_FLAGS)')" \
+		$(GO) run . -systems kafka -md ../BENCHMARKS.md $(BENCH_FLAGS)
 
 ## bench-micro: the Go benchmarks of the framework's packages
 bench-micro: check-go

@@ -25,6 +25,7 @@ type Env struct {
 	DSN   string        // base DSN, from DATABASE_URL
 	Admin *pgxpool.Pool // for creating and dropping schemas; nil without PostgreSQL
 	NATS  *NATSEnv      // nil without NATS
+	Kafka *KafkaEnv     // nil without Kafka
 }
 
 // localDSN is tried when DATABASE_URL is not set.
@@ -48,6 +49,14 @@ func newEnv(ctx context.Context, kinds ...Kind) (*Env, error) {
 			return nil, err
 		}
 		env.NATS = n
+	}
+	if slices.Contains(kinds, KindKafka) {
+		k, err := connectKafka(ctx)
+		if err != nil {
+			env.Close()
+			return nil, err
+		}
+		env.Kafka = k
 	}
 	return env, nil
 }
@@ -96,6 +105,9 @@ func (e *Env) Close() {
 	}
 	if e.NATS != nil {
 		e.NATS.Close()
+	}
+	if e.Kafka != nil {
+		e.Kafka.Close()
 	}
 }
 

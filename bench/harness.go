@@ -21,6 +21,10 @@ const (
 	// KindNATS systems keep their messages in NATS JetStream; their
 	// baseline is a hand-written nats.go publisher and pull consumer.
 	KindNATS Kind = "nats"
+	// KindKafka systems keep their messages in Kafka (a kfake cluster
+	// unless $KAFKA_BROKERS is set); their baseline is a hand-written
+	// franz-go producer and group consumer.
+	KindKafka Kind = "kafka"
 	// KindSQLite systems keep their messages in a SQLite file of their
 	// own; their baseline is the hand-written SQLite loop.
 	KindSQLite Kind = "sqlite"
@@ -122,10 +126,12 @@ func orderedSystems() []System {
 		switch s.Kind() {
 		case KindNATS:
 			r += 10
-		case KindSQLite:
-			r += 20
 		case KindMemory:
+			r += 20
+		case KindKafka:
 			r += 30
+		case KindSQLite:
+			r += 40
 		}
 		if ok, _ := applicable(s, ScEvents); ok {
 			r += 5

@@ -208,6 +208,9 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("read the NATS server's settings: %w", err)
 		}
 	}
+	if env.Kafka != nil {
+		rep.Kafka = env.Kafka.settings()
+	}
 	for _, sc := range scenarioOrder {
 		if !cfg.wantScenario(sc) || (sc == ScBacklog && cfg.Backlog == 0 && cfg.SQLiteBacklog == 0) {
 			continue

@@ -74,6 +74,7 @@ type Report struct {
 	Machine  map[string]string `json:"machine"`
 	Postgres map[string]string `json:"postgres"`
 	NATS     map[string]string `json:"nats,omitempty"`
+	Kafka    map[string]string `json:"kafka,omitempty"`
 	Systems  []SystemInfo      `json:"systems"`
 	Results  []Result          `json:"results"`
 	Targets  []Target          `json:"targets"`
@@ -280,6 +281,7 @@ func targets(results []Result) []Target {
 			num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	ts = append(ts, natsTargets(results)...)
+	ts = append(ts, kafkaTargets(results)...)
 	return append(ts, sqliteTargets(results)...)
 }
 
@@ -327,6 +329,42 @@ func sqliteTargets(results []Result) []Target {
 			!st.Capped && st.SmallPeakMB > 0 && st.PeakRSSMB <= 1.5*st.SmallPeakMB,
 			"%s of %s at %s msgs/s; peak RSS %.1f MiB vs %.1f MiB for a backlog of %s",
 			num(float64(st.Messages)), num(float64(st.Backlog)), num(st.DrainRate), st.PeakRSSMB, st.SmallPeakMB, num(float64(st.SmallN)))
+	}
+	return ts
+}
+
+// kafkaTargets checks conveyor kafkapubsub's goals (issue 33) against
+// this run: on enqueue, drain and fan-out delivered, at least 0.8× the
+// hand-written franz-go baseline and 2× watermill-kafka; p99 ≤ 5 ms at
+// the rate of the latency scenario.
+func kafkaTargets(results []Result) []Target {
+	const base, peer = "baseline: kafka franz-go", "watermill-kafka"
+	var ts []Target
+	add := func(goal string, ok bool, format string, args ...any) {
+		ts = append(ts, Target{Goal: goal, Met: ok, Actual: fmt.Sprintf(format, args...), Kind: KindKafka})
+	}
+	for _, r := range results {
+		if r.Kind != KindKafka || !strings.HasPrefix(r.System, "conveyor kafkapubsub") || r.Err != "" || len(r.Runs) == 0 {
+			continue
+		}
+		switch r.Scenario {
+		case ScEnqueue, ScDrain, ScFanOut:
+			what := r.Scenario
+			if r.Scenario == ScFanOut {
+				what = "fan-out delivered"
+			}
+			if b := find(results, base, r.Scenario); b != nil && b.Err == "" && b.Median > 0 {
+				add(fmt.Sprintf("Kafka %s, %s ≥ 0.8× the franz-go baseline", r.System, what), r.Median >= 0.8*b.Median,
+					"%s msgs/s = %.2f× baseline (%s)", num(r.Median), r.Median/b.Median, num(b.Median))
+			}
+			if w := find(results, peer, r.Scenario); w != nil && w.Err == "" && w.Median > 0 {
+				add(fmt.Sprintf("Kafka %s, %s ≥ 2× watermill-kafka", r.System, what), r.Median >= 2*w.Median,
+					"%s msgs/s = %.2f× watermill-kafka (%s)", num(r.Median), r.Median/w.Median, num(w.Median))
+			}
+		case ScLatency:
+			add(fmt.Sprintf("Kafka %s, latency p99 ≤ 5 ms at the given rate", r.System), r.P99 <= 5,
+				"p99 %.2f ms (p50 %.2f ms)", r.P99, r.P50)
+		}
 	}
 	return ts
 }
@@ -606,6 +644,7 @@ func mdSections() []section {
 	return []section{
 		{title: "PostgreSQL and in memory", kinds: []Kind{KindPostgres, KindMemory}},
 		{title: "NATS JetStream", kinds: []Kind{KindNATS}},
+		{title: "Kafka", kinds: []Kind{KindKafka}},
 		{title: "SQLite (embedded)", kinds: []Kind{KindSQLite}},
 	}
 }
@@ -702,6 +741,7 @@ func writeMarkdown(w io.Writer, secs []section) {
 	p("\n## Scenarios\n\n%s", scenarioNotes)
 	p("\n## Reproduce\n\n```\nmake bench                       # every system; rewrites this file\n" +
 		"make bench-nats                  # the NATS systems only; rewrites their section\n" +
+		"make bench-kafka                 # the Kafka systems only (kfake unless KAFKA_BROKERS is set); rewrites their section\n" +
 		"make bench BENCH_FLAGS='-systems sqlite,SQLite'   # the SQLite systems only (~2.5 min); rewrites their section\n" +
 		"cd bench && go run . -systems 'conveyor sqlitepubsub' -scenarios backlog -sqlite-backlog 1000000 -backlog-max-run 15m   # the opt-in SQLite backlog\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
@@ -737,7 +777,7 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 	if c.MinTime > 0 {
 		reps = fmt.Sprintf("at least %d repetitions, and more (up to %d) of a system whose timed runs add up to less than %v", c.Reps, c.MaxReps, c.MinTime)
 	}
-	if slices.Contains(s.kinds, KindNATS) {
+	if slices.Contains(s.kinds, KindNATS) || slices.Contains(s.kinds, KindKafka) {
 		p("N = %d messages, W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, run cap %v.\n\n",
 			c.N, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.MaxRun)
 	} else if slices.Contains(s.kinds, KindSQLite) {
@@ -779,6 +819,9 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 		title := "conveyor's targets (issues 6, 16, 18 and 20)"
 		if slices.Contains(s.kinds, KindNATS) {
 			title = "conveyor's targets on NATS"
+		}
+		if slices.Contains(s.kinds, KindKafka) {
+			title = "conveyor's targets on Kafka (issue 33)"
 		}
 		if slices.Contains(s.kinds, KindSQLite) {
 			title = "conveyor's targets on SQLite (issue 34)"
@@ -835,6 +878,16 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 			"nats-server (-js, its store in a temporary directory); its store directory and file-store sync settings " +
 			"are the server's own and not visible to a client. Each system instance makes its streams under a fresh " +
 			"prefix (bench_<run>_<system>_<random>) and deletes them when it closes.\n")
+	}
+	if slices.Contains(s.kinds, KindKafka) && len(rep.Kafka) > 0 {
+		p("\n### Kafka cluster\n\n")
+		for _, k := range sortedKeys(rep.Kafka) {
+			p("- %s: %s\n", k, rep.Kafka[k])
+		}
+		p("\nkfake is not a real broker: it keeps the log in memory and writes nothing to disk, so a produce costs " +
+			"the cluster far less than on Kafka, and these rows compare what the clients cost (round trips, batching, " +
+			"commits), not what a production cluster would sustain. Every system works on topics and groups under a " +
+			"fresh prefix, deleted when it closes.\n")
 	}
 }
 

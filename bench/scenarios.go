@@ -52,7 +52,7 @@ func applicable(s System, sc string) (bool, string) {
 	case ScPgbench:
 		return standalone, ""
 	case ScEnqueue, ScBatch, ScDrain, ScLatency:
-		return !standalone && (s.Kind() == KindPostgres || s.Kind() == KindNATS || s.Kind() == KindSQLite), ""
+		return !standalone && (s.Kind() == KindPostgres || s.Kind() == KindNATS || s.Kind() == KindKafka || s.Kind() == KindSQLite), ""
 	case ScRoundtrip:
 		return s.Kind() == KindMemory, ""
 	case ScBacklog:

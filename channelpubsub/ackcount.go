@@ -2,6 +2,7 @@ package channelpubsub
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,13 +12,15 @@ import (
 var _ driver.AckCounter = (*subscription)(nil)
 
 // AckedSince counts the acks of the handle's subscription at or after since
-// (see admin.AckCounter). Acks are counted by the second of the real time
-// (time.Now) they were made at: every ack of the second since falls in is
-// counted, even one made a little before since, and no ack made at or after
-// since is missed; a since in the future counts 0. The subscription remembers
-// the acks of its last 1024 seconds (about 17 minutes); a since older than
-// that counts those only. A named subscription that does not exist wraps
-// pubsub.ErrNoSubscription.
+// (see admin.AckCounter). Acks are counted by the second they were made
+// in, as the store's ack clock read it (see below): no ack made at or
+// after since is missed; every ack of the second since falls in is
+// counted, even one made a little before since, and so are those of the
+// second before when since is less than a sweep (Options.Lease/8, 250 ms
+// at most) past a second boundary. A since in the future counts 0. The
+// subscription remembers the acks of its last 1024 seconds (about 17
+// minutes); a since older than that counts those only. A named
+// subscription that does not exist wraps pubsub.ErrNoSubscription.
 func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, error) {
 	q, err := s.open(false)
 	if err != nil {
@@ -27,7 +30,8 @@ func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, er
 	if since.After(now) {
 		return 0, nil // not the acks of now's second
 	}
-	return q.ackedSince(q.ps.ackSecond(since.Sub(q.ps.epoch)), q.ps.ackSecond(now.Sub(q.ps.epoch))), nil
+	ps := q.ps
+	return q.ackedSince(ps.sweeps.firstSecond(ps.onLine(since)), ps.onLine(now)/int64(time.Second)), nil
 }
 
 // ackWindow is how many seconds back a subscription counts its acks.
@@ -36,21 +40,77 @@ const ackWindow = 1024
 // Acks are counted where an Ack already holds a lock: each inflight shard
 // counts the acks of its latest second under its mu (endLease), and moves
 // them into the queue's ring of per-second buckets when an ack of a later
-// second comes. An Ack thus costs a clock read and an increment, no atomic
-// operation on a line its subscription's other consumers write, and no
-// allocation. The clock read is the real time, not the PubSub's coarse
-// lease clock: that one lags by up to a sweep, more when the sweeper is
-// late, so an ack made just after a caller's since, a second boundary
-// between them, would fall in the second before since's and never be
-// counted. It is read as the monotonic time elapsed since the store was
-// made (time.Since reads one clock, time.Now two), and a caller's since
-// is placed on the same line (since.Sub(epoch)), so both agree even when
-// the wall clock is stepped.
+// second comes. An Ack thus costs one atomic load, an increment, no atomic
+// write on a line its subscription's other consumers write, no clock read
+// and no allocation.
+//
+// The second an ack is filed under is that of the ack clock, which the
+// sweeper advances each sweep: it lags the real time by up to a sweep, more
+// when the sweeper runs late. Filed under the clock alone, an ack made
+// just after a caller's since, a second boundary between the clock and
+// since, would fall in the second before since's and never be counted. So
+// the sweeper also records, per second, when its sweeps had stored their
+// reading (sweepLog): an ack made at or after since read at least the
+// reading of the last sweep stored before since, and AckedSince counts from
+// that reading's second. Every time is on the store's line: unix
+// nanoseconds of the store's making plus the monotonic time elapsed since
+// (onLine), so a stepped wall clock moves nothing.
 
-// ackSecond is the unix second, on the store's line, of the instant
-// elapsed after the store's epoch.
-func (ps *store) ackSecond(elapsed time.Duration) int64 {
-	return (ps.epochNano + int64(elapsed)) / int64(time.Second)
+// onLine places t on the store's line.
+func (ps *store) onLine(t time.Time) int64 {
+	return ps.epochNano + int64(t.Sub(ps.epoch))
+}
+
+// tickAckClock advances the ack clock to now and records the sweep.
+// Called by the sweeper only.
+func (ps *store) tickAckClock(now time.Time) {
+	stamp := ps.onLine(now)
+	ps.ackClock.Store(stamp)
+	ps.sweeps.record(stamp, ps.onLine(time.Now()))
+}
+
+// sweepLog keeps, for each of the last ackWindow seconds, the sweeps that
+// stored their ack clock reading (the stamp) during it: the first one's
+// stamp and when it was stored, and the last one's stamp.
+type sweepLog struct {
+	mu    sync.Mutex
+	slots [ackWindow]sweepSlot
+}
+
+type sweepSlot struct {
+	sec                          int64 // the second the slot is of; another one's is stale
+	firstDone, firstStamp, stamp int64
+}
+
+// record notes a sweep whose stamp was stored by done.
+func (l *sweepLog) record(stamp, done int64) {
+	sec := done / int64(time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sl := &l.slots[uint64(sec)%ackWindow]
+	if sl.sec != sec {
+		*sl = sweepSlot{sec: sec, firstDone: done, firstStamp: stamp}
+	}
+	sl.stamp = stamp
+}
+
+// firstSecond is the second from which acks made at or after since (on
+// the store's line) are filed: that of the stamp of the last sweep stored
+// by since, or of an earlier one. With no sweep in the window before
+// since, it is the window's start.
+func (l *sweepLog) firstSecond(since int64) int64 {
+	sec := since / int64(time.Second)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sl := l.slots[uint64(sec)%ackWindow]; sl.sec == sec && sl.firstDone <= since {
+		return sl.firstStamp / int64(time.Second) // no later than the last one's
+	}
+	for s := sec - 1; s > sec-ackWindow; s-- {
+		if sl := l.slots[uint64(s)%ackWindow]; sl.sec == s {
+			return sl.stamp / int64(time.Second) // every sweep of s was stored by since
+		}
+	}
+	return sec - ackWindow + 1
 }
 
 // ackTally is the acks of one second that a shard has not yet moved into
@@ -59,7 +119,7 @@ type ackTally struct {
 	sec, n int64
 }
 
-// countAck counts an ack of unix second sec (ackSecond) in sh. Called with sh.mu held.
+// countAck counts an ack of second sec (of the ack clock) in sh. Called with sh.mu held.
 func (q *queue) countAck(sh *inflightShard, sec int64) {
 	if t := &sh.acks; t.sec != sec {
 		if t.n > 0 {

@@ -2,6 +2,7 @@ package channelpubsub
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -50,17 +51,18 @@ func TestAckCount(t *testing.T) {
 
 // TestAckedSinceMissesNoLaterAck: an ack made right after since is counted
 // by AckedSince(since), even when since is just past a second boundary,
-// where the PubSub's coarse lease clock (one sweep, 250 ms with the
-// default lease, behind) still reads the second before. Each round starts
-// at a second boundary: the case is a matter of the wall clock.
+// where the ack clock (one sweep, 250 ms with the default lease, behind)
+// still reads the second before. Each round starts at a second boundary:
+// the case is a matter of the wall clock. Each round has a topic of its
+// own, so its ack alone counts.
 func TestAckedSinceMissesNoLaterAck(t *testing.T) {
 	t.Parallel()
 	ps := New()
 	t.Cleanup(func() { _ = ps.Close() })
-	tp := ps.Topic("acks")
-	t.Cleanup(func() { _ = tp.Close() })
 	ctx := context.Background()
 	for round := range 3 {
+		tp := ps.Topic(fmt.Sprintf("acks%d", round))
+		t.Cleanup(func() { _ = tp.Close() })
 		if err := tp.Enqueue(ctx, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -73,11 +75,40 @@ func TestAckedSinceMissesNoLaterAck(t *testing.T) {
 		if err := m.Ack(ctx); err != nil {
 			t.Fatal(err)
 		}
-		// The previous round's ack was in an earlier second: this one
-		// alone counts.
 		if n, err := admin.AckedSince(ctx, tp, since); n != 1 || err != nil {
 			t.Fatalf("round %d: AckedSince(%s) right after an ack = %d, %v; want 1, nil",
 				round, since.Format(time.RFC3339Nano), n, err)
+		}
+	}
+}
+
+// TestSweepLog checks the second AckedSince counts from: that of the last
+// sweep stored by since, found in since's second when one was stored there
+// by since, else in the latest second before with a sweep.
+func TestSweepLog(t *testing.T) {
+	const s0 = int64(1_800_000_000) * int64(time.Second) // the line's nanoseconds
+	ms := int64(time.Millisecond)
+	var l sweepLog
+	sec := func(ns int64) int64 { return ns / int64(time.Second) }
+	if got, want := l.firstSecond(s0), sec(s0)-ackWindow+1; got != want {
+		t.Errorf("no sweep: from %d, want the window's start %d", got, want)
+	}
+	l.record(s0+900*ms, s0+900*ms+1)
+	l.record(s0+1150*ms, s0+1150*ms+1)
+	l.record(s0+1999*ms, s0+2001*ms) // stamped in one second, stored in the next
+	for _, c := range []struct {
+		since int64
+		want  int64
+	}{
+		{s0 + 950*ms, sec(s0)},
+		{s0 + 1050*ms, sec(s0)}, // no sweep of s0+1 stored yet: the one of s0 is the last
+		{s0 + 1200*ms, sec(s0) + 1},
+		{s0 + 2000*ms, sec(s0) + 1},
+		{s0 + 2500*ms, sec(s0) + 1}, // the sweep stored at 2.001 s read 1.999 s
+		{s0 + 5000*ms, sec(s0) + 1},
+	} {
+		if got := l.firstSecond(c.since); got != c.want {
+			t.Errorf("since s0%+dms: from s0%+d, want s0%+d", (c.since-s0)/ms, got-sec(s0), c.want-sec(s0))
 		}
 	}
 }

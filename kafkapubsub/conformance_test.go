@@ -17,3 +17,10 @@ func TestConformance(t *testing.T) {
 func TestConformanceWrapped(t *testing.T) {
 	pubsubtest.Run(t, pubsubtest.Wrap(kafkapubsubtest.Harness(t, kafkapubsub.Options{})))
 }
+
+// TestConformanceGroups runs the suite in consumer-group mode: every
+// difference from share-group mode is declared
+// (kafkapubsubtest.GroupAbilities).
+func TestConformanceGroups(t *testing.T) {
+	pubsubtest.Run(t, kafkapubsubtest.Harness(t, kafkapubsub.Options{ConsumerGroups: true}))
+}

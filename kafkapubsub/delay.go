@@ -250,7 +250,7 @@ func (d *delayed) Publish(ctx context.Context) error {
 	for _, h := range d.r.Headers {
 		if h.Key == logstore.HeaderID || h.Key == logstore.HeaderEnqueued {
 			c.Headers = append(c.Headers, h)
-		} else if _, _, ok := logstore.FromWire(h.Key, string(h.Value)); ok {
+		} else if _, _, ok := fromWire(h); ok {
 			c.Headers = append(c.Headers, h)
 		}
 	}

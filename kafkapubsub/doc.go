@@ -1,12 +1,8 @@
 // Package kafkapubsub is conveyor's backend on Apache Kafka, through
 // franz-go: a pubsub.PubSub whose topics are Kafka topics and whose
-// subscriptions are share groups (KIP-932, Kafka's queues), shared by
-// every process on the same cluster and Options.Prefix. It is the one-line swap
-// for the other backends:
-//
-//	natspubsub.Register(ctx)  ⇄  kafkapubsub.Register(ctx)
-//
-// # Use
+// subscriptions are share groups (KIP-932, Kafka's queues), or consumer
+// groups (below), shared by every process on the same cluster and
+// Options.Prefix; kafkapubsub.Register(ctx) is the one-line swap:
 //
 //	ps, err := kafkapubsub.New(kafkapubsub.Options{Brokers: []string{"127.0.0.1:9092"}})
 //	defer ps.Close()
@@ -37,8 +33,33 @@
 // topic's delay log, read by a mover that keeps what is not due in
 // memory and publishes each when due (delay.go).
 //
-// kafkapubsub is a driver of conveyor's engine (package pubsub/engine):
-// the engine implements the contract, this package only the Kafka store.
+// Other Kafka clients share the log (PubSub.LogTopic): the identity
+// (pubsub.HeaderMessageID, which package relay sets) is the plain record
+// header "conveyor-message-id"; other header keys are "Conveyor-H-" ones.
+// kafkapubsub is a driver of the engine (package pubsub/engine).
+//
+// # Consumer-group mode
+//
+// With Options.ConsumerGroups, for clusters without share groups, a
+// subscription is a consumer group (group.go): a process's member hands
+// the records of its partitions out, several at once, each acked, nacked
+// or made dead on its own, and commits per partition only up to the first
+// record not settled (inflight.go). A subscription sees each partition's
+// records in the partition's order (one partition: the order of enqueue;
+// a key's records: their order), except that a message nacked or whose
+// lease ran out goes behind, as a copy appended to the subscription's own
+// log with its attempts, due time and reason. It differs from share-group
+// mode (kafkapubsubtest.GroupAbilities) in these:
+//
+//   - Processes split a subscription's partitions, not its records: one
+//     that holds a partition holds its records, even with no consumer
+//     (Shared is off in the conformance harness).
+//   - A partition that moves (a process joins, closes or dies) is read
+//     again by its next owner from the first record not settled: the
+//     records in hand then, and those settled above them, are delivered
+//     again, with the attempt they had (at least once).
+//   - Ack returns once settled in memory; the commit follows in the
+//     background (within a second, and when a partition moves).
 //
 // # Guarantees
 //
@@ -53,8 +74,7 @@
 //   - EnqueueAt publishes when due, within a moment, at least once (a
 //     mover stopped between a publish and its commit publishes again,
 //     with the same message ID).
-//   - Not yet (docs/kafkapubsub.md): stats, the inbox, a consumer-group
-//     mode for clusters without share groups. Unique enqueue is not offered: Kafka cannot refuse a key
-//     across producers. No caller's transaction (pubsub.WithTx is
-//     ErrUnsupported).
+//   - Not yet (docs/kafkapubsub.md): stats, the inbox. Unique enqueue is
+//     not offered: Kafka cannot refuse a key across producers. No caller's
+//     transaction (pubsub.WithTx is ErrUnsupported).
 package kafkapubsub

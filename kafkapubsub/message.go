@@ -145,11 +145,15 @@ func (m *message) giveBack(ctx context.Context) error {
 
 // copyTo returns a record of m's message for topic: its data, its ID and
 // its header.
-func (m *message) copyTo(topic string) *kgo.Record {
-	c := &kgo.Record{Topic: topic, Key: m.r.Key, Value: m.r.Value, Headers: make([]kgo.RecordHeader, 0, len(m.r.Headers)+3)}
-	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(m.id)})
-	for _, h := range m.r.Headers {
-		if _, _, ok := logstore.FromWire(h.Key, string(h.Value)); ok {
+func (m *message) copyTo(topic string) *kgo.Record { return copyRecord(m.r, m.id, topic) }
+
+// copyRecord returns a record for topic of the message id whose record is
+// r: its data, its ID and its header.
+func copyRecord(r *kgo.Record, id, topic string) *kgo.Record {
+	c := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: make([]kgo.RecordHeader, 0, len(r.Headers)+4)}
+	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(id)})
+	for _, h := range r.Headers {
+		if _, _, ok := fromWire(h); ok {
 			c.Headers = append(c.Headers, h)
 		}
 	}
@@ -158,6 +162,9 @@ func (m *message) copyTo(topic string) *kgo.Record {
 
 // Ack accepts the record and waits for the cluster's answer.
 func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
+	if m, ok := d.Msg.(*gmessage); ok {
+		return s.groupAck(m)
+	}
 	m := d.Msg.(*message)
 	if err := m.take(); err != nil {
 		return err
@@ -167,8 +174,11 @@ func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 
 // Retry gives the record back after delay: at once, or, holding its lock
 // meanwhile, when delay has passed (Kafka has no delayed release). The
-// cluster keeps no reason with it.
-func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, _ string) error {
+// cluster keeps no reason with it. In consumer-group mode: groupRetry.
+func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, reason string) error {
+	if m, ok := d.Msg.(*gmessage); ok {
+		return s.groupRetry(ctx, m, delay, reason)
+	}
 	m := d.Msg.(*message)
 	if err := m.take(); err != nil {
 		return err
@@ -192,6 +202,9 @@ func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Dur
 // Dead keeps the message in the subscription's dead log with reason
 // (kill).
 func (s *subState) Dead(ctx context.Context, d *driver.Delivery, reason string) error {
+	if m, ok := d.Msg.(*gmessage); ok {
+		return s.groupDead(ctx, m, reason)
+	}
 	m := d.Msg.(*message)
 	if err := m.take(); err != nil {
 		return err
@@ -210,13 +223,19 @@ func (s *subState) Dead(ctx context.Context, d *driver.Delivery, reason string) 
 // ID, attempts and reason (logstore.DeadFields); the caller then accepts
 // the record.
 func (m *message) kill(ctx context.Context, reason string) error {
-	store := m.w.s.st.s
-	c := m.copyTo(m.w.s.st.n.sub(m.w.s.name, m.w.d.Gen).dead)
+	return m.w.s.kill(ctx, m.w.d, m.r, m.id, m.attempt, reason)
+}
+
+// kill appends the message id of record r, after attempts, to the dead
+// log of generation d, with its raw data, header, ID, attempts and reason
+// (logstore.DeadFields).
+func (s *subState) kill(ctx context.Context, d subDesc, r *kgo.Record, id string, attempts int, reason string) error {
+	c := copyRecord(r, id, s.st.n.sub(s.name, d.Gen).dead)
 	c.Headers = c.Headers[1:] // DeadFields sets the ID
 	logstore.DeadFields(func(k, v string) {
 		c.Headers = append(c.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
-	}, m.id, m.attempt, reason)
-	if err := store.produce(ctx, c); err != nil {
+	}, id, attempts, reason)
+	if err := s.st.s.produce(ctx, c); err != nil {
 		return fmt.Errorf("keeping the message dead: %w", err)
 	}
 	return nil
@@ -225,6 +244,9 @@ func (m *message) kill(ctx context.Context, reason string) error {
 // Extend moves the lease's end to now+by; the record lock is renewed
 // meanwhile.
 func (s *subState) Extend(ctx context.Context, d *driver.Delivery, by time.Duration) error {
+	if m, ok := d.Msg.(*gmessage); ok {
+		return s.groupExtend(m, by)
+	}
 	m := d.Msg.(*message)
 	m.mu.Lock()
 	defer m.mu.Unlock()

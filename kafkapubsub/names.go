@@ -16,6 +16,8 @@ import (
 //	the topic's log                 <prefix>.t.<topic>
 //	its subscriptions (compacted)   <prefix>.s.<topic>   key: the subscription's name
 //	a subscription's share group    <prefix>.g.<topic>.<sub>.<gen>
+//	  or, in consumer-group mode, its consumer group
+//	                                <prefix>.c.<topic>.<sub>.<gen>
 //	  its own log (retries past the delivery limit, re-queued dead messages)
 //	                                <prefix>.r.<topic>.<sub>.<gen>
 //	  its dead log (one partition)  <prefix>.d.<topic>.<sub>.<gen>
@@ -42,12 +44,13 @@ func topicNames(prefix, topic string) names {
 
 // subNames are the cluster's names of one generation of a subscription.
 type subNames struct {
-	group string // its share group
-	retry string // its own log
-	dead  string // its dead log
+	group  string // its share group
+	cgroup string // its consumer group (Options.ConsumerGroups)
+	retry  string // its own log
+	dead   string // its dead log
 }
 
 func (n names) sub(sub, gen string) subNames {
 	base := n.tok + "." + token(sub) + "." + gen
-	return subNames{group: n.prefix + ".g." + base, retry: n.prefix + ".r." + base, dead: n.prefix + ".d." + base}
+	return subNames{group: n.prefix + ".g." + base, cgroup: n.prefix + ".c." + base, retry: n.prefix + ".r." + base, dead: n.prefix + ".d." + base}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by the error of New and Register for an
-// option that makes no sense.
+// option that makes no sense, and by that of a call on a subscription
+// made with another Options.ConsumerGroups.
 var ErrInvalidConfig = errors.New("kafkapubsub: invalid configuration")
 
 // Defaults of Options.
@@ -77,6 +78,13 @@ type Options struct {
 	// held longer (a long lease, an extension, a retry's backoff) renews
 	// it every third of it. 0 means DefaultRecordLock.
 	RecordLock time.Duration
+	// ConsumerGroups makes each subscription a Kafka consumer group
+	// rather than a share group (KIP-932), for clusters without share
+	// groups: consumer-group mode (group.go; its differences are in the
+	// package's doc). DeliveryLimit and RecordLock do not apply to it.
+	// A subscription made in one mode is refused to a PubSub of the
+	// other (ErrInvalidConfig).
+	ConsumerGroups bool
 	// OnFailure hears of each failure nobody returns (pubsub.Failure).
 	OnFailure func(pubsub.Failure)
 	// Logger receives what no caller can be given. nil means

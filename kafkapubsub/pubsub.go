@@ -13,7 +13,7 @@ const pkg = "kafkapubsub"
 
 // PubSub is the Kafka backend: conveyor's engine over a store whose
 // topics are Kafka topics and whose subscriptions are share groups on
-// them, shared by every process that uses the same cluster and
+// them (consumer groups with Options.ConsumerGroups), shared by every process that uses the same cluster and
 // Options.Prefix. Make it with New; it is safe for concurrent use.
 //
 // Besides pubsub.Topic a handle has admin.DeadLetters and
@@ -68,6 +68,14 @@ func (ps *PubSub) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("kafkapubsub: shutdown: %w", ctx.Err())
 	}
 }
+
+// LogTopic returns the name of the Kafka topic that holds the messages of
+// topic name: where another Kafka client (kcat, a Kafka Connect sink)
+// reads what Enqueue published, or produces records the subscriptions
+// of name consume. A message's identity (pubsub.HeaderMessageID) is the
+// record header of that name; conveyor's own headers start with
+// "Conveyor-", and header key k of a message is "Conveyor-H-"+k.
+func (ps *PubSub) LogTopic(name string) string { return topicNames(ps.s.opts.Prefix, name).log }
 
 // MaxDataSize is the largest payload Enqueue takes, in bytes.
 func (ps *PubSub) MaxDataSize() int { return ps.s.opts.MaxDataSize }

@@ -44,6 +44,7 @@ type subState struct {
 	have   bool
 	idle   []*worker // last used first
 	all    map[*worker]struct{}
+	g      *reader // in consumer-group mode (group.go)
 	closed bool
 }
 
@@ -109,6 +110,7 @@ func (s *subState) keep(d subDesc) {
 	old := s.takeAllLocked()
 	s.mu.Unlock()
 	closeAll(old)
+	s.closeReader()
 }
 
 // forget drops the subscription's generation and closes its workers:
@@ -119,6 +121,7 @@ func (s *subState) forget() {
 	old := s.takeAllLocked()
 	s.mu.Unlock()
 	closeAll(old)
+	s.closeReader()
 }
 
 // takeAllLocked removes and returns every worker, marked dead. Called
@@ -171,6 +174,9 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		return subDesc{}, err
 	}
 	if d, ok := reg[s.name]; ok && !d.Reserve {
+		if err := s.st.s.sameMode(d); err != nil {
+			return subDesc{}, err
+		}
 		s.keep(d)
 		return d, nil
 	}
@@ -299,6 +305,7 @@ func (s *subState) closeWorkers() {
 	old := s.takeAllLocked()
 	s.mu.Unlock()
 	closeAll(old)
+	s.closeReader()
 }
 
 // flush sends w's acks and waits for the cluster's answer.
@@ -320,6 +327,9 @@ func (w *worker) flush(ctx context.Context) error {
 // does not exist, or is deleted meanwhile, is an error wrapping
 // pubsub.ErrNoSubscription.
 func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.Delivery) error {
+	if s.st.s.opts.ConsumerGroups {
+		return s.groupReceive(ctx, stop, d)
+	}
 	if err := s.st.ensure(ctx); err != nil {
 		return err
 	}
@@ -436,18 +446,16 @@ func fetchErr(fetches kgo.Fetches) error {
 	return nil
 }
 
-// accept makes a delivery of r, leased, or returns nil after dealing
-// with a record not to be handed out: one of the log's published for
-// other subscriptions before the default was declared, or delayed before
-// the subscription was made (accepted), or one whose last allowed lease
-// ran out (dead).
-func (s *subState) accept(w *worker, r *kgo.Record) *message {
-	store := s.st.s
-	if r.Topic == s.st.n.log && (w.d.skips(r.Partition, r.Offset) ||
-		logstore.EnqueuedBefore(func(k string) string { return get(r, k) }, time.Unix(0, w.d.Created))) {
-		r.Ack(kgo.AckAccept)
-		return nil
-	}
+// skips reports whether r, of generation d, is not the subscription's:
+// one of the log's published for other subscriptions before the default
+// was declared, or delayed before the subscription was made.
+func (s *subState) skips(d subDesc, r *kgo.Record) bool {
+	return r.Topic == s.st.n.log && (d.skips(r.Partition, r.Offset) ||
+		logstore.EnqueuedBefore(func(k string) string { return get(r, k) }, time.Unix(0, d.Created)))
+}
+
+// idOf is the ID of the subscription's message whose record is r.
+func (s *subState) idOf(r *kgo.Record) string {
 	id := get(r, logstore.HeaderID)
 	if id == "" { // published by something other than conveyor
 		id = "p" + strconv.Itoa(int(r.Partition)) + "-" + strconv.FormatInt(r.Offset, 10)
@@ -457,6 +465,21 @@ func (s *subState) accept(w *worker, r *kgo.Record) *message {
 		// subscription's own log carries it already.
 		id += "-" + token(s.name)[:10]
 	}
+	return id
+}
+
+// accept makes a delivery of r, leased, or returns nil after dealing
+// with a record not to be handed out: one of the log's published for
+// other subscriptions before the default was declared, or delayed before
+// the subscription was made (accepted), or one whose last allowed lease
+// ran out (dead).
+func (s *subState) accept(w *worker, r *kgo.Record) *message {
+	store := s.st.s
+	if s.skips(w.d, r) {
+		r.Ack(kgo.AckAccept)
+		return nil
+	}
+	id := s.idOf(r)
 	base, _ := strconv.Atoi(get(r, logstore.HeaderDelivered))
 	m := &message{w: w, r: r, id: id, attempt: base + int(r.DeliveryCount())}
 	if max := s.maxAttempts(w.d); m.attempt > max {

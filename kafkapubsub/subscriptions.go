@@ -60,6 +60,21 @@ type subDesc struct {
 	// Created is when it was made, in nanoseconds since the Unix epoch,
 	// by its maker's clock: a message delayed before is not its own.
 	Created int64 `json:"created,omitempty"`
+	// Groups: it was made in consumer-group mode (Options.ConsumerGroups),
+	// a consumer group; else a share group.
+	Groups bool `json:"consumer_groups,omitempty"`
+}
+
+// sameMode returns nil when d was made in the store's mode, else an error
+// wrapping ErrInvalidConfig: a share group cannot be read as a consumer
+// group, nor the other way round.
+func (s *store) sameMode(d subDesc) error {
+	if d.Groups == s.opts.ConsumerGroups {
+		return nil
+	}
+	mode := map[bool]string{false: "share-group", true: "consumer-group"}
+	return fmt.Errorf("%w: subscription %q was made in %s mode; this PubSub's Options.ConsumerGroups is %v",
+		ErrInvalidConfig, d.Sub, mode[d.Groups], s.opts.ConsumerGroups)
 }
 
 // skips reports whether the record at offset of partition of the topic's
@@ -104,10 +119,11 @@ func (st *topicState) drop(ctx context.Context, sub string) error {
 }
 
 // create makes a new generation of subscription sub: its own log, its
-// dead log and its share group, which starts at the log's end; reserve
-// and retry as given. It does not write the registry.
+// dead log and its share group (or consumer group), which starts at the
+// log's end; reserve and retry as given. It does not write the registry.
 func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
-	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano()}
+	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano(),
+		Groups: st.s.opts.ConsumerGroups}
 	n := st.n.sub(sub, d.Gen)
 	s := st.s
 	if err := s.createTopic(ctx, n.retry, s.opts.Partitions, false); err != nil {
@@ -120,11 +136,6 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 	if err != nil {
 		return d, err
 	}
-	// A requeue's transaction that lost (dead.go) is aborted: the group
-	// must not read it.
-	if err := s.setGroupConfig(ctx, n.group, "share.isolation.level", "read_committed"); err != nil {
-		return d, err
-	}
 	var o kadm.Offsets
 	for p, at := range ends {
 		o.Add(kadm.Offset{Topic: st.n.log, Partition: p, At: at})
@@ -134,6 +145,23 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 	}
 	rctx, cancel := s.request(ctx)
 	defer cancel()
+	if s.opts.ConsumerGroups {
+		// A consumer group starts where its offsets were committed, by
+		// nobody yet (a simple commit of an empty group).
+		resp, err := s.adm.CommitOffsets(rctx, n.cgroup, o)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return d, s.fail(ctx, "starting consumer group "+n.cgroup, err)
+		}
+		return d, nil
+	}
+	// A requeue's transaction that lost (dead.go) is aborted: the group
+	// must not read it.
+	if err := s.setGroupConfig(ctx, n.group, "share.isolation.level", "read_committed"); err != nil {
+		return d, err
+	}
 	resp, err := s.adm.AlterShareGroupOffsets(rctx, n.group, o)
 	if err == nil {
 		err = resp.Error()
@@ -163,6 +191,11 @@ func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Sub
 		return driver.SubscriptionConfig{}, err
 	}
 	d, ok := reg[sub]
+	if ok {
+		if err := s.sameMode(d); err != nil {
+			return driver.SubscriptionConfig{}, err
+		}
+	}
 	switch {
 	case ok && d.Reserve: // the default's: declared
 		d.Reserve, d.Retry = false, own
@@ -255,7 +288,11 @@ func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	// Best effort: a member of another process may still hold the group.
-	_, _ = s.adm.DeleteGroups(rctx, n.group)
+	group := n.group
+	if s.opts.ConsumerGroups {
+		group = n.cgroup
+	}
+	_, _ = s.adm.DeleteGroups(rctx, group)
 	_, _ = s.adm.DeleteTopics(rctx, n.retry, n.dead)
 	return nil
 }

@@ -61,7 +61,7 @@ func (st *topicState) ensure(ctx context.Context) error {
 
 // Publish appends m to the topic's log and returns once the cluster
 // acknowledged it (acks=all, idempotent). Its header travels as record
-// headers (logstore.UserKey), beside conveyor's message ID.
+// headers (putHeader), beside conveyor's message ID.
 func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoing) (bool, error) {
 	if n, limit := len(m.Data)+logstore.UserSize(m.Header), st.s.opts.MaxDataSize; m.Header != nil && n > limit {
 		return false, fmt.Errorf("%w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
@@ -97,19 +97,36 @@ func (s *store) produce(ctx context.Context, r *kgo.Record) error {
 	return nil
 }
 
-// putHeader adds h to r's headers, each key under conveyor's prefix.
+// putHeader adds h to r's headers: the message's identity
+// (pubsub.HeaderMessageID) under its own name, a plain record header any
+// Kafka client reads; every other key under conveyor's prefix
+// (logstore.UserKey), so that no key of the caller's is read as
+// conveyor's.
 func putHeader(r *kgo.Record, h pubsub.Header) {
 	for k, v := range h {
-		wk, wv := logstore.UserKey(k, v)
+		wk, wv := k, v
+		if k != pubsub.HeaderMessageID {
+			wk, wv = logstore.UserKey(k, v)
+		}
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: wk, Value: []byte(wv)})
 	}
+}
+
+// fromWire returns the key and value of the message's pubsub.Header that
+// record header rh carries (see putHeader), ok false when it carries
+// none. A record of another producer gives its identity the same way.
+func fromWire(rh kgo.RecordHeader) (k, v string, ok bool) {
+	if rh.Key == pubsub.HeaderMessageID {
+		return rh.Key, string(rh.Value), true
+	}
+	return logstore.FromWire(rh.Key, string(rh.Value))
 }
 
 // headerOf returns the pubsub.Header among r's headers, nil if none.
 func headerOf(r *kgo.Record) pubsub.Header {
 	var h pubsub.Header
 	for _, rh := range r.Headers {
-		k, v, ok := logstore.FromWire(rh.Key, string(rh.Value))
+		k, v, ok := fromWire(rh)
 		if !ok {
 			continue
 		}

@@ -19,8 +19,7 @@
 //
 // The command relay/cmd/conveyor-relay does the same as a process of its
 // own. The source may be any topic handle, a named subscription
-// (pubsub.Subscribe) too; the destination any topic with
-// pubsub.UniqueEnqueuer.
+// (pubsub.Subscribe) too; the destination any topic.
 // dbpubsub's default acks (queued, written in groups) suit the source: an
 // ack lost with the process only brings back a message whose second
 // publish is a duplicate.
@@ -31,10 +30,14 @@
 // publishes its data and its header (pubsub.MessageHeader) to the
 // destination with pubsub.EnqueueUnique under Key(Options.Source, its
 // identity), and acks it in the source once the destination has it,
-// whether added or already kept (Stats counts both). A rolled-back
-// enqueue was never in the source and never reaches the destination. The
-// source's competing consumers let Relays in several processes share one
-// source.
+// whether added or already kept (Stats counts both). A destination
+// without pubsub.UniqueEnqueuer (kafkapubsub: Kafka cannot refuse a key
+// across producers) gets a plain Enqueue, and the source's ack waits for
+// the broker's (acks=all); a message published again after a crash is a
+// second copy with the same identity, which the consumer's inbox drops
+// (docs/design/relay.md). A rolled-back enqueue was never in the source
+// and never reaches the destination. The source's competing consumers
+// let Relays in several processes share one source.
 //
 // # Identity
 //
@@ -61,7 +64,9 @@
 //
 // Relaying is at least once, and exactly once in the destination while it
 // remembers the key (natspubsub: its duplicate window; dbpubsub: while the
-// message is kept). Consumers that must never see a second copy claim its
-// identity (pubsub.ClaimMessage). With one worker the destination gets the
-// source's order. docs/design/relay.md has the details.
+// message is kept; kafkapubsub: never, see Relay.Unique). Consumers that
+// must never see a second copy claim its identity (pubsub.ClaimMessage,
+// or pubsub.Claim on an inbox in their database). With one worker the
+// destination gets the source's order. docs/design/relay.md has the
+// details.
 package relay

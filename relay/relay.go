@@ -16,11 +16,13 @@ import (
 )
 
 // Relay moves the messages of a source topic to a destination topic, each
-// published under a key of its own (see Key) before it is acked. Make one
-// with New and run it with Run.
+// published with its identity, under a key of its own (see Key) where the
+// destination takes one, before it is acked. Make one with New and run it
+// with Run.
 type Relay struct {
 	from    pubsub.Topic
-	to      pubsub.UniqueEnqueuer // the destination's, found once by New
+	to      pubsub.Topic
+	unique  pubsub.UniqueEnqueuer // the destination's, found once by New; nil if it has none
 	opts    Options
 	log     *slog.Logger
 	running atomic.Bool
@@ -38,7 +40,8 @@ type Stats struct {
 	Relayed int64
 	// Duplicates counts the messages the destination already kept under
 	// their key: published before, and redelivered by the source because
-	// its Ack was lost (a crash, an expired lease).
+	// its Ack was lost (a crash, an expired lease). A destination without
+	// pubsub.UniqueEnqueuer adds them again: they count as Relayed.
 	Duplicates int64
 	// Rejected counts the messages made dead in the source because the
 	// destination can never take them.
@@ -50,22 +53,21 @@ type Stats struct {
 
 // New returns a Relay from the topic handle from (the subscription it
 // reads is the one relayed) to the topic to. The Relay uses both handles
-// and closes neither. to must offer pubsub.UniqueEnqueuer, found through
-// wrappers: otherwise New returns an error wrapping pubsub.ErrUnsupported.
-// A bad option is an error wrapping ErrInvalidOptions, naming it.
+// and closes neither. When to offers pubsub.UniqueEnqueuer (found through
+// wrappers) each message is published under its key, once; otherwise
+// (kafkapubsub) with a plain Enqueue: a message published again after a
+// lost Ack is a second copy, with the same identity (see Unique). A bad
+// option is an error wrapping ErrInvalidOptions, naming it.
 func New(from, to pubsub.Topic, opts Options) (*Relay, error) {
 	if from == nil || to == nil {
 		return nil, fmt.Errorf("%w: relay.New needs a source and a destination topic, got %T and %T", ErrInvalidOptions, from, to)
 	}
-	u, ok := pubsub.As[pubsub.UniqueEnqueuer](to)
-	if !ok {
-		return nil, fmt.Errorf("relay: the destination (%T) cannot enqueue under a key, which relaying once needs: %w", to, pubsub.ErrUnsupported)
-	}
+	u, _ := pubsub.As[pubsub.UniqueEnqueuer](to)
 	o, err := opts.withDefaults(from)
 	if err != nil {
 		return nil, err
 	}
-	r := &Relay{from: from, to: u, opts: o, log: o.Logger.With(slog.String("relay", o.Source))}
+	r := &Relay{from: from, to: to, unique: u, opts: o, log: o.Logger.With(slog.String("relay", o.Source))}
 	r.names, _ = pubsub.As[named](from)
 	return r, nil
 }
@@ -76,6 +78,14 @@ func New(from, to pubsub.Topic, opts Options) (*Relay, error) {
 func Key(source, id string) string {
 	return strconv.Itoa(len(source)) + ":" + source + ":" + id
 }
+
+// Unique reports whether r's destination keeps one message per key
+// (pubsub.UniqueEnqueuer): then a message the source hands out again is
+// not added twice while the destination remembers its key. Otherwise
+// every publish adds a copy, and only the consumers' inbox (a claim of
+// the identity every copy carries, pubsub.Identity) makes the effects
+// once.
+func (r *Relay) Unique() bool { return r.unique != nil }
 
 // Stats returns what r did so far.
 func (r *Relay) Stats() Stats {
@@ -207,7 +217,7 @@ func (r *Relay) move(runCtx context.Context, m pubsub.Message) error {
 			}
 		}
 		pctx, cancel := context.WithTimeout(hctx, r.opts.Timeout)
-		added, err := r.to.EnqueueUnique(pctx, Key(r.opts.Source, id), m.Data())
+		added, err := r.publish(pctx, id, m.Data())
 		cancel()
 		switch {
 		case err == nil:
@@ -242,6 +252,18 @@ func (r *Relay) move(runCtx context.Context, m pubsub.Message) error {
 			})
 		}
 	}
+}
+
+// publish publishes data, of identity id, to the destination: under its
+// key where the destination takes one, reporting whether it added it;
+// else with a plain Enqueue, which adds it, returning once the
+// destination has it (kafkapubsub: the cluster acknowledged the record,
+// acks=all).
+func (r *Relay) publish(ctx context.Context, id string, data []byte) (added bool, err error) {
+	if r.unique != nil {
+		return r.unique.EnqueueUnique(ctx, Key(r.opts.Source, id), data)
+	}
+	return true, r.to.Enqueue(ctx, data)
 }
 
 // hold extends m's lease over a pause of d and the publish after it. It

@@ -2,8 +2,9 @@
 # Installs, with apt-get, the Debian packages `make test` needs and this
 # machine lacks: PostgreSQL's binaries (for a throwaway cluster, unless
 # $DATABASE_URL is set), nats-server (the reliability tests start servers of
-# their own even with $NATS_URL) and chromium (the dashboard's browser test,
-# unless $CHROMIUM names another build). As root it runs apt-get itself, else
+# their own even with $NATS_URL), chromium (the dashboard's browser test,
+# unless $CHROMIUM names another build) and kcat (kafkapubsub's interop test
+# with librdkafka). As root it runs apt-get itself, else
 # through `sudo -n` when that needs no password; otherwise it says what to
 # install and fails.
 set -euo pipefail
@@ -21,6 +22,9 @@ if ! command -v nats-server >/dev/null 2>&1 && [ ! -x /usr/sbin/nats-server ]; t
 fi
 if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
 	missing+=(chromium)
+fi
+if ! command -v kcat >/dev/null 2>&1; then
+	missing+=(kcat)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

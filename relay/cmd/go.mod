@@ -9,6 +9,8 @@ replace github.com/conveyorgo/conveyor => ../..
 
 replace github.com/conveyorgo/conveyor/natspubsub => ../../natspubsub
 
+replace github.com/conveyorgo/conveyor/kafkapubsub => ../../kafkapubsub
+
 replace github.com/conveyorgo/conveyor/internal/natstest => ../../internal/natstest
 
 require github.com/conveyorgo/conveyor v0.0.0-00010101000000-000000000000
@@ -17,6 +19,7 @@ require github.com/conveyorgo/conveyor/natspubsub v0.0.0-00010101000000-00000000
 
 require (
 	github.com/conveyorgo/conveyor/internal/natstest v0.0.0-00010101000000-000000000000
+	github.com/conveyorgo/conveyor/kafkapubsub v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 
@@ -26,14 +29,19 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jinzhu/inflection v1.0.0 // indirect
-	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/nats-io/nats.go v1.56.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
 	github.com/samber/do/v2 v2.0.0 // indirect
 	github.com/samber/go-type-to-string v1.8.0 // indirect
 	github.com/tmthrgd/go-hex v0.0.0-20190904060850-447a3041c3bc // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	github.com/uptrace/bun v1.3.0 // indirect
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect

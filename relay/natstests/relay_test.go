@@ -22,7 +22,8 @@ import (
 )
 
 // plainTopic hides every optional ability of the topic it wraps (it has
-// no Unwrap): a destination that cannot enqueue under a key.
+// no Unwrap): a destination that cannot enqueue under a key, as
+// kafkapubsub's.
 type plainTopic struct{ pubsub.Topic }
 
 func TestNewRefuses(t *testing.T) {
@@ -37,7 +38,6 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"nil source", nil, dst, relay.Options{Source: "s"}, relay.ErrInvalidOptions},
 		{"nil destination", src, nil, relay.Options{Source: "s"}, relay.ErrInvalidOptions},
-		{"a destination without unique enqueue", src, plainTopic{dst}, relay.Options{Source: "s"}, pubsub.ErrUnsupported},
 		{"negative workers", src, dst, relay.Options{Source: "s", Workers: -1}, relay.ErrInvalidOptions},
 		{"negative timeout", src, dst, relay.Options{Source: "s", Timeout: -time.Second}, relay.ErrInvalidOptions},
 		{"no source, and a source handle without names", src, dst, relay.Options{}, relay.ErrInvalidOptions},
@@ -51,9 +51,13 @@ func TestNewRefuses(t *testing.T) {
 			}
 		})
 	}
-	// A wrapped destination keeps its unique enqueue.
-	if _, err := relay.New(src, wrapped{dst}, relay.Options{Source: "s"}); err != nil {
-		t.Fatalf("New with a wrapped destination: %v", err)
+	// A wrapped destination keeps its unique enqueue; one without is
+	// taken, with plain enqueues.
+	if r, err := relay.New(src, wrapped{dst}, relay.Options{Source: "s"}); err != nil || !r.Unique() {
+		t.Fatalf("New with a wrapped destination: %v (Unique: %v, want true)", err, err == nil && r.Unique())
+	}
+	if r, err := relay.New(src, plainTopic{dst}, relay.Options{Source: "s"}); err != nil || r.Unique() {
+		t.Fatalf("New with a destination without unique enqueue: %v (Unique: %v, want false)", err, err == nil && r.Unique())
 	}
 }
 

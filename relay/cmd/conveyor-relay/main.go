@@ -1,13 +1,16 @@
 // Command conveyor-relay is the outbox relay as a process: it moves the
-// messages of a dbpubsub topic to a natspubsub topic (see package relay)
-// until SIGINT or SIGTERM, then finishes the messages in hand and logs
-// what it did.
+// messages of a dbpubsub topic to a natspubsub topic, or a kafkapubsub
+// topic (see package relay), until SIGINT or SIGTERM, then finishes the
+// messages in hand and logs what it did.
 //
 //	go run github.com/conveyorgo/conveyor/relay/cmd/conveyor-relay -topic orders
+//	go run github.com/conveyorgo/conveyor/relay/cmd/conveyor-relay -topic orders -kafka 127.0.0.1:9092
 //
 // The database is -dsn or $DATABASE_URL, migrated (conveyor-migrate); the
-// NATS server -nats or $NATS_URL. Run as many as wanted: they share the
-// source's messages.
+// NATS server -nats or $NATS_URL, or the Kafka brokers -kafka. Run as many
+// as wanted: they share the source's messages. Kafka keeps no unique key:
+// a message published again after a crash is a second copy with the same
+// identity (pubsub.HeaderMessageID), which the consumers' inbox drops.
 package main
 
 import (
@@ -19,9 +22,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/relay"
@@ -53,11 +58,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	topic := fs.String("topic", "", "the source topic (required)")
 	sub := fs.String("subscription", pubsub.DefaultSubscription, "the subscription of the source topic relayed")
 	natsURL := fs.String("nats", os.Getenv("NATS_URL"), "NATS server URL of the destination (default $NATS_URL)")
-	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "the destination's natspubsub Options.Prefix")
+	kafka := fs.String("kafka", "", "comma-separated Kafka brokers of the destination, a kafkapubsub topic, instead of NATS")
+	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "the destination's natspubsub or kafkapubsub Options.Prefix")
 	to := fs.String("to", "", "the destination topic (default: -topic)")
 	source := fs.String("source", "", "relay Options.Source (default: topic/subscription)")
 	workers := fs.Int("workers", relay.DefaultWorkers, "messages moved at once")
-	confirmAck := fs.Bool("confirm-ack", false, "commit each ack of the source before the next message (dbpubsub Options.ConfirmAck); by default acks are written in groups: an ack lost with the process costs a duplicate publish, which the stream drops")
+	confirmAck := fs.Bool("confirm-ack", false, "commit each ack of the source before the next message (dbpubsub Options.ConfirmAck); by default acks are written in groups: an ack lost with the process costs a duplicate publish, which the stream drops (on Kafka, the consumers' inbox)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -71,8 +77,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case *dsn == "":
 		fmt.Fprintln(stderr, "conveyor-relay: no DSN: pass -dsn or set DATABASE_URL")
 		return errUsage
-	case *natsURL == "":
-		fmt.Fprintln(stderr, "conveyor-relay: no NATS server: pass -nats or set NATS_URL")
+	case *kafka != "" && set(fs, "nats"):
+		fmt.Fprintln(stderr, "conveyor-relay: pass -nats or -kafka, not both")
+		return errUsage
+	case *kafka == "" && *natsURL == "":
+		fmt.Fprintln(stderr, "conveyor-relay: no NATS server: pass -nats or set NATS_URL (or -kafka for Kafka)")
 		return errUsage
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "conveyor-relay: unexpected arguments %q\n", fs.Args())
@@ -97,7 +106,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dst, err := natspubsub.Connect(*natsURL, natspubsub.Options{Prefix: *prefix, Logger: log})
+	var dst interface {
+		pubsub.PubSub
+		Close() error
+	}
+	if *kafka != "" {
+		dst, err = kafkapubsub.New(kafkapubsub.Options{Brokers: strings.Split(*kafka, ","), Prefix: *prefix, Logger: log})
+	} else {
+		dst, err = natspubsub.Connect(*natsURL, natspubsub.Options{Prefix: *prefix, Logger: log})
+	}
 	if err != nil {
 		return err
 	}
@@ -110,10 +127,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("conveyor-relay: relaying", slog.String("from", *topic), slog.String("subscription", *sub), slog.String("to", *to))
+	log.Info("conveyor-relay: relaying", slog.String("from", *topic), slog.String("subscription", *sub), slog.String("to", *to),
+		slog.Bool("unique", r.Unique()))
 	err = r.Run(ctx)
 	s := r.Stats()
 	log.Info("conveyor-relay: stopped", slog.Int64("relayed", s.Relayed), slog.Int64("duplicates", s.Duplicates),
 		slog.Int64("rejected", s.Rejected), slog.Int64("failed", s.Failed))
 	return err
+}
+
+// set reports whether the flag name was given on the command line.
+func set(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }

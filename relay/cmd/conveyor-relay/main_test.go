@@ -15,7 +15,10 @@ import (
 	"github.com/conveyorgo/conveyor/dbpubsub/dbpubsubtest"
 	"github.com/conveyorgo/conveyor/internal/natstest"
 	"github.com/conveyorgo/conveyor/internal/syncbuf"
+	"github.com/conveyorgo/conveyor/kafkapubsub"
+	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/natspubsub"
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -67,6 +70,62 @@ func TestRelays(t *testing.T) {
 	}
 }
 
+// TestRelaysToKafka runs the command with -kafka on a topic holding
+// messages, reads them from the Kafka topic (a kfake cluster, or
+// $KAFKA_BROKERS), each with its row's identity, and stops it as SIGTERM
+// would.
+func TestRelaysToKafka(t *testing.T) {
+	t.Setenv("NATS_URL", "nats://127.0.0.1:1") // not used: -kafka wins over the environment's NATS
+	dsn, db := dbpubsubtest.NewStore(t)
+	brokers := kafkapubsubtest.Brokers(t)
+	prefix := kafkapubsubtest.Prefix(t, brokers)
+	src := dbpubsubtest.New(t, db, dbpubsub.Options{}).Topic("orders")
+	ctx := context.Background()
+	const n = 20
+	for i := range n {
+		if err := src.Enqueue(ctx, []byte(fmt.Sprint("order-", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(rctx, []string{"-dsn", dsn, "-kafka", strings.Join(brokers, ","), "-prefix", prefix, "-topic", "orders", "-to", "shipments"}, &out)
+	}()
+
+	dst, err := kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	got := map[string]bool{}
+	for len(got) < n {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		m, err := dst.Topic("shipments").Dequeue(dctx)
+		cancel()
+		if err != nil {
+			stop()
+			<-done
+			t.Fatalf("after %d of %d messages: %v; the command's output:\n%s", len(got), n, err, out.String())
+		}
+		if pubsub.MessageHeader(m)[pubsub.HeaderMessageID] == "" {
+			t.Errorf("message %q came without its identity", m.Data())
+		}
+		got[string(m.Data())] = true
+		_ = m.Ack(ctx)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run after its ctx ended = %v; output:\n%s", err, out.String())
+	}
+	for _, want := range []string{"unique=false", fmt.Sprintf("relayed=%d", n)} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the command's output says nothing like %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -76,6 +135,7 @@ func TestUsage(t *testing.T) {
 		{"no topic", []string{"-dsn", "postgres://x", "-nats", "nats://x"}, "-topic is required"},
 		{"no DSN", []string{"-topic", "t", "-dsn", "", "-nats", "nats://x"}, "no DSN"},
 		{"no NATS", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", ""}, "no NATS server"},
+		{"NATS and Kafka", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "-kafka", "127.0.0.1:9092"}, "not both"},
 		{"an argument", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "extra"}, "unexpected arguments"},
 		{"an unknown flag", []string{"-nope"}, "flag provided but not defined"},
 	} {

@@ -1,0 +1,41 @@
+module github.com/conveyorgo/conveyor/relay/kafkatests
+
+go 1.26.0
+
+// The conveyor modules this one needs are replaced by the directories of
+// this checkout, so that it builds and tests with GOWORK=off against the
+// checkout (docs/modules.md); the go.work at the root does the same.
+replace github.com/conveyorgo/conveyor => ../..
+
+replace github.com/conveyorgo/conveyor/kafkapubsub => ../../kafkapubsub
+
+require (
+	github.com/conveyorgo/conveyor v0.0.0-00010101000000-000000000000
+	github.com/conveyorgo/conveyor/kafkapubsub v0.0.0-00010101000000-000000000000
+	github.com/uptrace/bun v1.3.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/jinzhu/inflection v1.0.0 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
+	github.com/samber/do/v2 v2.0.0 // indirect
+	github.com/samber/go-type-to-string v1.8.0 // indirect
+	github.com/tmthrgd/go-hex v0.0.0-20190904060850-447a3041c3bc // indirect
+	github.com/twmb/franz-go v1.22.3 // indirect
+	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+	github.com/uptrace/bun/dialect/pgdialect v1.3.0 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
