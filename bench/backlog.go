@@ -43,6 +43,9 @@ const (
 	childN      = "CONVEYOR_BENCH_BACKLOG_N"
 	childW      = "CONVEYOR_BENCH_BACKLOG_W"
 	childMax    = "CONVEYOR_BENCH_BACKLOG_MAX"
+	// childSQLite is childEnvVar's value for sqlitepubsub's consumer,
+	// whose childDSN is the file's path.
+	childSQLite = "conveyor-sqlite"
 )
 
 // childReport is what the child prints on stdout, as one JSON line.
@@ -170,17 +173,27 @@ func childMain() (rep childReport) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db, err := dbpubsub.Open(os.Getenv(childDSN))
-	if err != nil {
-		return fail(err)
+	var in Instance
+	if os.Getenv(childEnvVar) == childSQLite {
+		sin, err := openConveyorSQLite(ctx, os.Getenv(childDSN))
+		if err != nil {
+			return fail(err)
+		}
+		defer sin.ps.Close()
+		in = sin
+	} else {
+		db, err := dbpubsub.Open(os.Getenv(childDSN))
+		if err != nil {
+			return fail(err)
+		}
+		defer db.Close()
+		ps, err := dbpubsub.New(db, conveyorDB{}.options())
+		if err != nil {
+			return fail(err)
+		}
+		defer ps.Close()
+		in = &conveyorDBInstance{db: db, ps: ps, topic: ps.Topic("bench")}
 	}
-	defer db.Close()
-	ps, err := dbpubsub.New(db, conveyorDB{}.options())
-	if err != nil {
-		return fail(err)
-	}
-	defer ps.Close()
-	in := &conveyorDBInstance{db: db, ps: ps, topic: ps.Topic("bench")}
 	c := newCounter(n)
 	var tenth atomic.Int64
 	rssCh := make(chan float64, 16)

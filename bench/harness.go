@@ -25,6 +25,9 @@ const (
 	// unless $KAFKA_BROKERS is set); their baseline is a hand-written
 	// franz-go producer and group consumer.
 	KindKafka Kind = "kafka"
+	// KindSQLite systems keep their messages in a SQLite file of their
+	// own; their baseline is the hand-written SQLite loop.
+	KindSQLite Kind = "sqlite"
 )
 
 // Msg is what every system carries: a sequence number and the time it was
@@ -127,6 +130,8 @@ func orderedSystems() []System {
 			r += 20
 		case KindKafka:
 			r += 30
+		case KindSQLite:
+			r += 40
 		}
 		if ok, _ := applicable(s, ScEvents); ok {
 			r += 5
@@ -163,7 +168,8 @@ func orderedSystems() []System {
 // preferredOrder puts conveyor first in each group of the table.
 var preferredOrder = []string{
 	"conveyor dbpubsub", "conveyor dbpubsub (OTel)", "conveyor dbpubsub (ConfirmAck)", "conveyor dbpubsub (ConfirmAck, 128 consumers)", "conveyor dbpubsub (no subscriptions)", "river (defaults)", "river (tuned)", "watermill-sql",
-	"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)",
+	"conveyor natspubsub", "watermill-nats (defaults)",
+	"conveyor sqlitepubsub", "conveyor sqlitepubsub (128 consumers)", "river sqlite (tuned)", "watermill-nats (watermill-benchmark)",
 	"conveyor channelpubsub", "conveyor channelpubsub (OTel)", "watermill gochannel", "gocloud mempubsub",
 	"conveyor event (dbpubsub)", "watermill cqrs (watermill-sql)", "conveyor event (channelpubsub)", "watermill cqrs (gochannel)",
 }
@@ -185,9 +191,15 @@ type Config struct {
 	BacklogMax  time.Duration // backlog scenario: cap on the consumer process's drain
 	BacklogReps int           // backlog scenario: repetitions
 	PoolSize    int           // database connections per system instance
-	Systems     string        // comma-separated substrings; empty means all
-	SkipSystems string        `json:",omitempty"` // comma-separated substrings of systems not to run
-	Scenarios   string        // comma-separated scenario ids; empty means all
+	// SQLite systems (one writer per file, an fsync per commit at FULL):
+	// fewer messages per run and a shorter latency run, to keep make
+	// bench's time; their backlog scenario is opt-in.
+	SQLiteN          int           `json:",omitempty"` // messages per run of scenarios 1, 2 and 3
+	SQLiteLatencyFor time.Duration `json:",omitempty"` // latency scenario: how long the producer runs
+	SQLiteBacklog    int           `json:",omitempty"` // backlog scenario: messages (0 skips it)
+	Systems          string        // comma-separated substrings; empty means all
+	SkipSystems      string        `json:",omitempty"` // comma-separated substrings of systems not to run
+	Scenarios        string        // comma-separated scenario ids; empty means all
 }
 
 func (c Config) wantSystem(name string) bool {
@@ -203,6 +215,15 @@ func matchesAny(name, list string) bool {
 		}
 	}
 	return false
+}
+
+// forKind is c as the systems of kind k run it: the SQLite ones with
+// their own N, latency run and backlog.
+func (c Config) forKind(k Kind) Config {
+	if k == KindSQLite {
+		c.N, c.LatencyFor, c.Backlog = c.SQLiteN, c.SQLiteLatencyFor, c.SQLiteBacklog
+	}
+	return c
 }
 
 func (c Config) wantScenario(id string) bool {
@@ -245,6 +266,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("-backlog is %d, want 0 (skip) or more", c.Backlog)
 	case c.BacklogMax <= 0:
 		return fmt.Errorf("-backlog-max-run is %v, want more than 0", c.BacklogMax)
+	case c.SQLiteN < 1:
+		return fmt.Errorf("-sqlite-n is %d, want 1 or more", c.SQLiteN)
+	case c.SQLiteLatencyFor <= 0:
+		return fmt.Errorf("-sqlite-latency-for is %v, want more than 0", c.SQLiteLatencyFor)
+	case c.SQLiteBacklog < 0:
+		return fmt.Errorf("-sqlite-backlog is %d, want 0 (skip) or more", c.SQLiteBacklog)
 	case c.PoolSize < 1:
 		return fmt.Errorf("-pool is %d, want 1 or more", c.PoolSize)
 	}

@@ -44,6 +44,9 @@ func defaultConfig() Config {
 		BacklogMax:  90 * time.Second,
 		BacklogReps: 1,
 		PoolSize:    conveyorPool(),
+
+		SQLiteN:          5_000,
+		SQLiteLatencyFor: 5 * time.Second,
 	}
 }
 
@@ -69,6 +72,11 @@ func main() {
 	flag.IntVar(&cfg.Backlog, "backlog", cfg.Backlog, "backlog scenario: messages waiting for the consumer process (0 skips it)")
 	flag.DurationVar(&cfg.BacklogMax, "backlog-max-run", cfg.BacklogMax, "backlog scenario: cap on the consumer process's drain")
 	flag.IntVar(&cfg.BacklogReps, "backlog-reps", cfg.BacklogReps, "backlog scenario: repetitions")
+	flag.IntVar(&cfg.SQLiteN, "sqlite-n", cfg.SQLiteN, "SQLite systems: messages per run of the enqueue, batch and drain scenarios "+
+		"(fewer than -n: one writer per file, an fsync per commit at synchronous=FULL)")
+	flag.DurationVar(&cfg.SQLiteLatencyFor, "sqlite-latency-for", cfg.SQLiteLatencyFor, "SQLite systems: how long the latency scenario's producer runs")
+	flag.IntVar(&cfg.SQLiteBacklog, "sqlite-backlog", cfg.SQLiteBacklog, "SQLite systems: backlog scenario's messages (0, the default, skips it: "+
+		"a million takes minutes to fill and drain at synchronous=FULL)")
 	flag.IntVar(&cfg.PoolSize, "pool", cfg.PoolSize, "database connections per system (conveyor's dbpubsub.Open uses max(8, 4×GOMAXPROCS))")
 	flag.StringVar(&cfg.Systems, "systems", "", "comma-separated substrings of the systems to run (default all; \"nats\": the NATS systems)")
 	flag.StringVar(&cfg.SkipSystems, "skip-systems", "", "comma-separated substrings of systems not to run")
@@ -204,12 +212,12 @@ func run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Kafka = env.Kafka.settings()
 	}
 	for _, sc := range scenarioOrder {
-		if !cfg.wantScenario(sc) || (sc == ScBacklog && cfg.Backlog == 0) {
+		if !cfg.wantScenario(sc) || (sc == ScBacklog && cfg.Backlog == 0 && cfg.SQLiteBacklog == 0) {
 			continue
 		}
 		var results []*Result
 		for _, s := range systems {
-			if ok, _ := applicable(s, sc); ok {
+			if ok, _ := applicable(s, sc); ok && (sc != ScBacklog || cfg.forKind(s.Kind()).Backlog > 0) {
 				results = append(results, &Result{System: s.Name(), Kind: s.Kind(), Scenario: sc,
 					Unit: unitOf(sc), baseline: s.Baseline()})
 			}

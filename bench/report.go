@@ -281,7 +281,56 @@ func targets(results []Result) []Target {
 			num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	ts = append(ts, natsTargets(results)...)
-	return append(ts, kafkaTargets(results)...)
+	ts = append(ts, kafkaTargets(results)...)
+	return append(ts, sqliteTargets(results)...)
+}
+
+// sqliteTargets checks conveyor sqlitepubsub's goals (issue 34) against
+// this run: on enqueue and drain at least 1.5× River on SQLite, on the
+// drain at least the hand-written loop, p99 ≤ 5 ms at the rate of the
+// latency scenario; a backlog drained with flat memory when it ran.
+func sqliteTargets(results []Result) []Target {
+	const cs, river, base = "conveyor sqlitepubsub", "river sqlite (tuned)", "baseline: SQLite loop"
+	var ts []Target
+	add := func(goal string, ok bool, format string, args ...any) {
+		ts = append(ts, Target{Goal: goal, Met: ok, Actual: fmt.Sprintf(format, args...), Kind: KindSQLite})
+	}
+	// others lists the other configurations of sqlitepubsub on sc as
+	// ratios to v.
+	others := func(sc string, v float64) string {
+		var parts []string
+		for _, r := range results {
+			if strings.HasPrefix(r.System, cs+" (") && r.Scenario == sc && r.Err == "" && len(r.Runs) > 0 {
+				parts = append(parts, fmt.Sprintf("; %s %s msgs/s = %.2f×", r.System, num(r.Median), r.Median/v))
+			}
+		}
+		return strings.Join(parts, "")
+	}
+	for _, sc := range []string{ScEnqueue, ScDrain} {
+		c := find(results, cs, sc)
+		if c == nil {
+			continue
+		}
+		if r := find(results, river, sc); r != nil {
+			add(fmt.Sprintf("SQLite %s ≥ 1.5× River on SQLite", sc), c.Median >= 1.5*r.Median,
+				"%s msgs/s = %.2f× River (%s)%s", num(c.Median), c.Median/r.Median, num(r.Median), others(sc, r.Median))
+		}
+		if b := find(results, base, sc); b != nil && sc == ScDrain {
+			add("SQLite drain ≥ 1× the hand-written loop", c.Median >= b.Median,
+				"%s msgs/s = %.2f× the loop (%s)%s", num(c.Median), c.Median/b.Median, num(b.Median), others(sc, b.Median))
+		}
+	}
+	if c := find(results, cs, ScLatency); c != nil {
+		add("SQLite latency p99 ≤ 5 ms at the given rate", c.P99 <= 5, "p99 %.2f ms (p50 %.2f ms)", c.P99, c.P50)
+	}
+	if c := find(results, cs, ScBacklog); c != nil && c.Backlog != nil {
+		st := c.Backlog
+		add("SQLite backlog drains with flat memory (peak RSS ≤ 1.5× that of a backlog of N)",
+			!st.Capped && st.SmallPeakMB > 0 && st.PeakRSSMB <= 1.5*st.SmallPeakMB,
+			"%s of %s at %s msgs/s; peak RSS %.1f MiB vs %.1f MiB for a backlog of %s",
+			num(float64(st.Messages)), num(float64(st.Backlog)), num(st.DrainRate), st.PeakRSSMB, st.SmallPeakMB, num(float64(st.SmallN)))
+	}
+	return ts
 }
 
 // kafkaTargets checks conveyor kafkapubsub's goals (issue 33) against
@@ -596,6 +645,7 @@ func mdSections() []section {
 		{title: "PostgreSQL and in memory", kinds: []Kind{KindPostgres, KindMemory}},
 		{title: "NATS JetStream", kinds: []Kind{KindNATS}},
 		{title: "Kafka", kinds: []Kind{KindKafka}},
+		{title: "SQLite (embedded)", kinds: []Kind{KindSQLite}},
 	}
 }
 
@@ -692,6 +742,8 @@ func writeMarkdown(w io.Writer, secs []section) {
 	p("\n## Reproduce\n\n```\nmake bench                       # every system; rewrites this file\n" +
 		"make bench-nats                  # the NATS systems only; rewrites their section\n" +
 		"make bench-kafka                 # the Kafka systems only (kfake unless KAFKA_BROKERS is set); rewrites their section\n" +
+		"make bench BENCH_FLAGS='-systems sqlite,SQLite'   # the SQLite systems only (~2.5 min); rewrites their section\n" +
+		"cd bench && go run . -systems 'conveyor sqlitepubsub' -scenarios backlog -sqlite-backlog 1000000 -backlog-max-run 15m   # the opt-in SQLite backlog\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go run . -h   # the flags (N, W, repetitions, systems, scenarios...)\n" +
 		"cd bench && ../scripts/with-postgres.sh ../scripts/with-nats.sh go test -count=1 ./...   # the smoke runs of `make test`\n```\n")
 }
@@ -728,6 +780,15 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 	if slices.Contains(s.kinds, KindNATS) || slices.Contains(s.kinds, KindKafka) {
 		p("N = %d messages, W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, run cap %v.\n\n",
 			c.N, c.W, reps, c.BatchSize, c.Rate, c.LatencyFor, c.MaxRun)
+	} else if slices.Contains(s.kinds, KindSQLite) {
+		backlog := "backlog not run (opt-in: -sqlite-backlog)"
+		if c.SQLiteBacklog > 0 {
+			backlog = fmt.Sprintf("backlog %d messages (drain cap %v)", c.SQLiteBacklog, c.BacklogMax)
+		}
+		p("N = %d messages (-sqlite-n), W = %d workers, %s (median reported), batch %d, latency at %d msgs/s for %v, %s, run cap %v. "+
+			"Every system on a SQLite file of its own per run (a temporary directory, removed after), WAL, "+
+			"**synchronous=FULL** (sqlitepubsub's default: a commit survives a power loss).\n\n",
+			c.SQLiteN, c.W, reps, c.BatchSize, c.Rate, c.SQLiteLatencyFor, backlog, c.MaxRun)
 	} else {
 		events := ""
 		if c.EventsN > 0 { // results of runs before the events scenario lack it
@@ -761,6 +822,9 @@ func (rep *Report) writeSection(w io.Writer, s section) {
 		}
 		if slices.Contains(s.kinds, KindKafka) {
 			title = "conveyor's targets on Kafka (issue 33)"
+		}
+		if slices.Contains(s.kinds, KindSQLite) {
+			title = "conveyor's targets on SQLite (issue 34)"
 		}
 		p("\n### %s\n\n| goal | this run | | where the time goes, when missed |\n| --- | --- | --- | --- |\n", title)
 		for _, t := range rep.Targets {
@@ -871,7 +935,7 @@ func machine() map[string]string {
 	if out, err := exec.Command("git", "-C", "..", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rev := strings.TrimSpace(string(out))
 		dirty, err := exec.Command("git", "-C", "..", "status", "--porcelain", "--",
-			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "migrations", "internal", "event", "di", "otelconveyor").Output()
+			"pubsub", "channelpubsub", "dbpubsub", "natspubsub", "sqlitepubsub", "migrations", "internal", "event", "di", "otelconveyor").Output()
 		if err == nil && len(bytes.TrimSpace(dirty)) > 0 {
 			rev += " + uncommitted changes in the framework's packages"
 		}
@@ -920,6 +984,14 @@ the scenario its overhead target compares with the same system unwrapped in the 
 Each system gets a fresh schema per repetition; repetitions are interleaved across systems, so a noisy moment of
 the machine does not fall on one system only. **pgbench -N** is the physical reference: the commit rate this server
 gives one-transaction-per-message designs.
+
+**On SQLite** (its own section), scenarios 1–4 on a SQLite file per system and repetition, in a temporary directory
+removed after, WAL and synchronous=FULL (sqlitepubsub's default: a commit survives a power loss), with -sqlite-n
+messages and a latency run of -sqlite-latency-for (fewer than on PostgreSQL: one writer per file and an fsync per
+commit). The peer is River on SQLite (riversqlite), configured as its own ` + "`river bench`" + `; the baseline a
+hand-written loop on the same driver (modernc.org/sqlite) and one connection: INSERT; claim with UPDATE … RETURNING;
+DELETE, each its own transaction. **conveyor sqlitepubsub (128 consumers)** is the drain with 128 consumer
+goroutines, River's tuned configuration having 2,000 workers. The backlog (scenario 6) is opt-in (-sqlite-backlog).
 
 **On NATS** (its own section), scenarios 1–4 and 8 as above, on one NATS server with JetStream; each instance makes
 its streams under a fresh prefix and deletes them when it closes. The baseline is what a user would write with

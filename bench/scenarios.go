@@ -52,7 +52,7 @@ func applicable(s System, sc string) (bool, string) {
 	case ScPgbench:
 		return standalone, ""
 	case ScEnqueue, ScBatch, ScDrain, ScLatency:
-		return !standalone && (s.Kind() == KindPostgres || s.Kind() == KindNATS || s.Kind() == KindKafka), ""
+		return !standalone && (s.Kind() == KindPostgres || s.Kind() == KindNATS || s.Kind() == KindKafka || s.Kind() == KindSQLite), ""
 	case ScRoundtrip:
 		return s.Kind() == KindMemory, ""
 	case ScBacklog:
@@ -72,6 +72,7 @@ func applicable(s System, sc string) (bool, string) {
 
 // runScenario runs one repetition of sc on s.
 func runScenario(ctx context.Context, env *Env, cfg Config, s System, sc string) (r Run, err error) {
+	cfg = cfg.forKind(s.Kind())
 	switch sc {
 	case ScPgbench:
 		start := time.Now()

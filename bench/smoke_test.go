@@ -40,6 +40,9 @@ func TestSmoke(t *testing.T) {
 	cfg.MaxRun = 2 * time.Second
 	cfg.Backlog = 2_000
 	cfg.BacklogMax = 30 * time.Second
+	cfg.SQLiteN = 200
+	cfg.SQLiteLatencyFor = time.Second
+	cfg.SQLiteBacklog = 2_000
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := run(ctx, cfg)
@@ -53,6 +56,29 @@ func TestSmoke(t *testing.T) {
 		if r := find(rep.Results, "baseline: SKIP LOCKED loop", sc); r != nil && r.Runs[0].Count != int64(cfg.N) {
 			t.Errorf("baseline %s: %d messages, want %d", sc, r.Runs[0].Count, cfg.N)
 		}
+	}
+	for _, sc := range []string{ScEnqueue, ScBatch, ScDrain} {
+		if r := find(rep.Results, "baseline: SQLite loop", sc); r == nil || r.Runs[0].Count != int64(cfg.SQLiteN) {
+			t.Errorf("SQLite baseline %s: got %+v, want %d messages", sc, r, cfg.SQLiteN)
+		}
+	}
+	if r := find(rep.Results, "conveyor sqlitepubsub", ScBacklog); r == nil || r.Backlog == nil ||
+		r.Backlog.Messages != int64(cfg.SQLiteBacklog) || r.Backlog.SmallN != int64(cfg.SQLiteN) || r.Backlog.PeakRSSMB <= 0 {
+		t.Errorf("SQLite backlog: got %+v, want %d messages drained by a child with a peak RSS", r, cfg.SQLiteBacklog)
+	}
+	// The SQLite targets of issue 34, each with a reason should it be
+	// missed.
+	sqliteTargets := 0
+	for _, tg := range rep.Targets {
+		if tg.Kind == KindSQLite {
+			sqliteTargets++
+			if why(tg.Goal) == "" {
+				t.Errorf("target %q has no reason in missed.go", tg.Goal)
+			}
+		}
+	}
+	if sqliteTargets != 5 {
+		t.Errorf("%d SQLite targets checked, want 5 (enqueue and drain against River, drain against the loop, p99, backlog): %+v", sqliteTargets, rep.Targets)
 	}
 	if r := find(rep.Results, "baseline: JSON over a Go channel", ScEvents); r == nil || r.Runs[0].Count != int64(cfg.EventsN) {
 		t.Errorf("events baseline: got %+v, want %d events", r, cfg.EventsN)
@@ -105,7 +131,7 @@ func TestSmoke(t *testing.T) {
 	t.Logf("\n%s", table.String())
 	for _, want := range []string{"conveyor dbpubsub", "river (tuned)", "watermill-sql", "gocloud mempubsub", "pgbench",
 		"conveyor event (channelpubsub)", "watermill cqrs (watermill-sql)", "7. events/s", "8. fan-out",
-		"conveyor channelpubsub (OTel)", "conveyor dbpubsub (OTel)"} {
+		"conveyor channelpubsub (OTel)", "conveyor dbpubsub (OTel)", "conveyor sqlitepubsub", "river sqlite (tuned)", "baseline: SQLite loop"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -125,7 +151,7 @@ func TestSmoke(t *testing.T) {
 	var md bytes.Buffer
 	writeMarkdown(&md, secs)
 	for _, want := range []string{"# Benchmarks", "| system |", "### Configurations", "### PostgreSQL server", "## Reproduce",
-		"7. **events**", "8. **fan-out**", "in-memory events: 2000"} {
+		"7. **events**", "8. **fan-out**", "in-memory events: 2000", "## SQLite (embedded)", "synchronous=FULL", "conveyor's targets on SQLite"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}

@@ -49,11 +49,13 @@
 // One table holds every copy of every message (a copy per subscription,
 // its own ID), in a state: ready (due at run_at), processing (leased
 // until run_at), finished (acked; kept Options.Retention for its unique
-// key and the ack count) or dead. A claim is one UPDATE … RETURNING under
+// key and the ack count) or dead. A claim is an UPDATE … RETURNING under
 // the file's write lock; SQLite has one writer, so consumers in several
-// processes take turns at it for the claim and the settle only (a few
-// tens of microseconds at NORMAL), never while they handle a message.
-// Within a process the store's writes queue in Go for their turn. The
+// processes take turns at it for the claim and the settle only, never
+// while they handle a message. Within a process the claims, settles and
+// enqueues in flight share one transaction and its commit (a group
+// commit: one fsync at FULL), the claims of a subscription one statement;
+// each call returns once its own write is committed. The
 // tables are made on the first call (or by Migrate) in one immediate
 // transaction: the write lock is the lock between processes. Consumers
 // are woken at once by an enqueue of their own process, and poll every

@@ -30,6 +30,10 @@ type store struct {
 	// the app's own transactions are waited for by SQLite.
 	writing chan struct{}
 
+	// queue holds the ops waiting for the next group commit (group.go).
+	queueMu sync.Mutex
+	queue   []*op
+
 	migrated atomic.Bool
 	migrate  sync.Mutex // one migration at a time in this process
 

@@ -3,7 +3,6 @@ package sqlitepubsub
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,14 +30,16 @@ type ref int64
 func (r ref) ID() string               { return formatID(int64(r)) }
 func (r ref) AppendID(b []byte) []byte { return strconv.AppendInt(b, int64(r), 10) }
 
-// claim leases the subscription's oldest due ready copy, unless the
-// subscription is paused: one statement, which SQLite runs under the
-// file's write lock, so that no two consumers of any process get one copy.
-const claim = `UPDATE conveyor_messages SET state = 1, run_at = ?4, attempt = attempt + 1, token = token + 1
-	WHERE id = (
+// claimN leases up to ?5 of the subscription's oldest due ready copies,
+// unless the subscription is paused: one statement of a group commit
+// (group.go) for the consumers of this process waiting on the
+// subscription, run under the file's write lock, so that no two consumers
+// of any process get one copy.
+const claimN = `UPDATE conveyor_messages SET state = 1, run_at = ?4, attempt = attempt + 1, token = token + 1
+	WHERE id IN (
 		SELECT id FROM conveyor_messages
 		WHERE topic = ?1 AND sub = ?2 AND state = 0 AND run_at <= ?3
-		ORDER BY run_at, id LIMIT 1
+		ORDER BY run_at, id LIMIT ?5
 	) AND NOT EXISTS (SELECT 1 FROM conveyor_pauses WHERE topic = ?1 AND sub = ?2)
 	RETURNING id, token, attempt, header, data`
 
@@ -135,35 +136,21 @@ func (u *subscription) claim(ctx context.Context, d *driver.Delivery, check bool
 			return false, u.exists(ctx)
 		}
 	}
-	found := false
-	err := u.s.writeTx(ctx, func(ctx context.Context, c *sql.Conn) error {
-		// The transaction holds the file's write lock (BEGIN IMMEDIATE,
-		// which waits no longer than ctx): nothing below waits on another
-		// connection, so it runs to its end even if ctx ends meanwhile. A
-		// claim cut short after its UPDATE ran would leave a copy in hand
-		// that no one has, until its lease ran out.
-		ctx = context.WithoutCancel(ctx)
-		var (
-			id     int64
-			token  int64
-			header sql.NullString
-			data   []byte
-		)
-		err := c.QueryRowContext(ctx, claim, u.topic, u.name, t, t+micros(u.s.opts.Lease)).
-			Scan(&id, &token, &d.Attempt, &header, &data)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+	// The claim runs in the next group commit, with the claims of this
+	// subscription's other waiting consumers in one statement (claimN);
+	// once the group holds the lock it runs to its end, even if ctx ends
+	// meanwhile, so that no copy is left leased to no one.
+	r := &claimReq{u: u}
+	err := u.s.group(ctx, &op{claim: r})
+	found := err == nil && r.found
+	if found {
+		h, herr := decodeHeader(r.header)
+		if herr != nil {
+			return false, fmt.Errorf("message %d: header: %w", r.id, herr)
 		}
-		if err != nil {
-			return err
-		}
-		h, err := decodeHeader(header)
-		if err != nil {
-			return fmt.Errorf("message %d: header: %w", id, err)
-		}
-		d.Msg, d.Token, d.Data, d.Header, found = ref(id), uint64(token), data, h, true
-		return nil
-	})
+		r.fill(d)
+		d.Header = h
+	}
 	if err != nil {
 		found = false
 	}
@@ -196,14 +183,14 @@ func (u *subscription) fenced(ctx context.Context, d *driver.Delivery, set strin
 	t := now()
 	q := `UPDATE conveyor_messages SET ` + set + ` WHERE id = ?1 AND state = 1 AND token = ?2 AND run_at > ?3`
 	var n int64
-	err := u.s.write(ctx, func(ctx context.Context) error {
-		res, err := u.s.sqldb.ExecContext(ctx, q, append([]any{int64(d.Msg.(ref)), int64(d.Token), t}, args...)...)
+	err := u.s.group(ctx, &op{exec: func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, q, append([]any{int64(d.Msg.(ref)), int64(d.Token), t}, args...)...)
 		if err != nil {
 			return err
 		}
 		n, err = res.RowsAffected()
 		return err
-	})
+	}})
 	if err != nil {
 		return err
 	}

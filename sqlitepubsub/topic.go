@@ -79,7 +79,7 @@ func (t *topic) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoin
 		// and consumers find it by polling (nothing here knows when).
 		return added > 0, classify(ctx, do(ctx, tx))
 	}
-	if err := t.s.write(ctx, func(ctx context.Context) error { return do(ctx, t.s.sqldb) }); err != nil {
+	if err := t.s.group(ctx, &op{exec: func(ctx context.Context, c *sql.Conn) error { return do(ctx, c) }}); err != nil {
 		return false, err
 	}
 	if added > 0 && runAt == t0 {
