@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,62 +22,12 @@ func TestSmokeNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the NATS smoke run takes ~30 s and a NATS server")
 	}
-	cfg := defaultConfig()
-	cfg.Systems = "nats"
-	cfg.N = 200
-	cfg.Reps = 1
-	cfg.MinTime = 0
-	cfg.BatchSize = 50
-	cfg.LatencyFor = time.Second
-	cfg.MaxRun = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var names []string
-	for _, s := range rep.Systems {
-		if s.Kind != KindNATS {
-			t.Errorf("system %s of kind %s ran, want the NATS systems only", s.Name, s.Kind)
-		}
-		names = append(names, s.Name)
-	}
-	for _, want := range []string{"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)", "baseline: nats.go JetStream"} {
-		if !strings.Contains(strings.Join(names, "\n"), want) {
-			t.Errorf("%s did not run (ran: %q)", want, names)
-		}
-	}
-	checkRanAll(t, rep, cfg)
-	// Every system, uncapped at this size, measured every message: the
-	// per-item fallback of conveyor's batch enqueue too.
-	for _, name := range names {
-		for _, sc := range []string{ScEnqueue, ScBatch, ScDrain} {
-			if r := find(rep.Results, name, sc); r == nil || r.Runs[0].Count != int64(cfg.N) {
-				t.Errorf("%s, %s: got %+v, want %d messages", name, sc, r, cfg.N)
-			}
-		}
-		if r := find(rep.Results, name, ScLatency); r == nil || r.Lost > 0 || r.P99 <= 0 {
-			t.Errorf("%s, latency: got %+v, want every message handled and a p99", name, r)
-		}
-		// The fan-out: every subscription got every message.
-		if r := find(rep.Results, name, ScFanOut); r == nil || r.Subs != fanOutSubs || r.Runs[0].Count != int64(fanOutSubs*cfg.N) || r.Publish <= 0 {
-			t.Errorf("%s fan-out: got %+v, want %d deliveries to %d subscriptions and a publish rate", name, r, fanOutSubs*cfg.N, fanOutSubs)
-		}
-	}
-	// The targets: enqueue and drain against the baseline and
-	// watermill-nats, and the latency.
-	var goals []string
-	for _, tg := range rep.Targets {
-		if tg.Kind != KindNATS {
-			t.Errorf("target %q of kind %q in a run of the NATS systems", tg.Goal, tg.Kind)
-		}
-		goals = append(goals, tg.Goal)
-	}
-	if len(goals) != 5 {
-		t.Errorf("%d NATS targets checked, want 5: %q", len(goals), goals)
-	}
+	// enqueue and drain against the baseline and watermill-nats, and the
+	// latency
+	rep := smokeKind(t, ctx, KindNATS, "nats", 5*time.Second,
+		[]string{"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)", "baseline: nats.go JetStream"}, 5)
 	if rep.NATS["server_version"] == "" {
 		t.Errorf("the NATS server's settings lack its version: %v", rep.NATS)
 	}
@@ -159,4 +110,63 @@ func checkStreamsDeleted(t *testing.T, ctx context.Context, prefix string) {
 	if err := names.Err(); err != nil {
 		t.Error(err)
 	}
+}
+
+// smokeKind runs the systems matching systems, all of kind, on their
+// scenarios with tiny numbers, once, and checks what the smoke runs of
+// every kind want: the systems of want ran, each scenario measured every
+// message within maxRun (the per-item fallback of a batch enqueue too),
+// the latency lost none, each fan-out subscription got every message, and
+// the report has goals targets, all of kind.
+func smokeKind(t *testing.T, ctx context.Context, kind Kind, systems string, maxRun time.Duration, want []string, goals int) *Report {
+	t.Helper()
+	cfg := defaultConfig()
+	cfg.Systems = systems
+	cfg.N = 200
+	cfg.Reps = 1
+	cfg.MinTime = 0
+	cfg.BatchSize = 50
+	cfg.LatencyFor = time.Second
+	cfg.MaxRun = maxRun
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range rep.Systems {
+		if s.Kind != kind {
+			t.Errorf("system %s of kind %s ran, want the %s systems only", s.Name, s.Kind, kind)
+		}
+		names = append(names, s.Name)
+	}
+	for _, w := range want {
+		if !slices.Contains(names, w) {
+			t.Errorf("%s did not run (ran: %q)", w, names)
+		}
+	}
+	checkRanAll(t, rep, cfg)
+	for _, name := range names {
+		for _, sc := range []string{ScEnqueue, ScBatch, ScDrain} {
+			if r := find(rep.Results, name, sc); r == nil || r.Runs[0].Count != int64(cfg.N) {
+				t.Errorf("%s, %s: got %+v, want %d messages", name, sc, r, cfg.N)
+			}
+		}
+		if r := find(rep.Results, name, ScLatency); r == nil || r.Lost > 0 || r.P99 <= 0 {
+			t.Errorf("%s, latency: got %+v, want every message handled and a p99", name, r)
+		}
+		if r := find(rep.Results, name, ScFanOut); r == nil || r.Subs != fanOutSubs || r.Runs[0].Count != int64(fanOutSubs*cfg.N) || r.Publish <= 0 {
+			t.Errorf("%s fan-out: got %+v, want %d deliveries to %d subscriptions and a publish rate", name, r, fanOutSubs*cfg.N, fanOutSubs)
+		}
+	}
+	var got []string
+	for _, tg := range rep.Targets {
+		if tg.Kind != kind {
+			t.Errorf("target %q of kind %q in a run of the %s systems", tg.Goal, tg.Kind, kind)
+		}
+		got = append(got, tg.Goal)
+	}
+	if len(got) != goals {
+		t.Errorf("%d %s targets checked, want %d: %q", len(got), kind, goals, got)
+	}
+	return rep
 }
