@@ -36,6 +36,7 @@ var Keys = map[string]string{
 	"duplicates":      "how many messages a relay command found already relayed",
 	"rejected":        "how many messages a relay command made dead in the source",
 	"failed":          "how many messages failed and will be retried",
+	"unique":          "whether a relay publishes with unique enqueue (the destination drops a second copy) or plainly (the consumers' inbox does)",
 	"trace_id":        "the trace of the span the record was logged in (otelconveyor.LogHandler)",
 	"span_id":         "the span the record was logged in (otelconveyor.LogHandler)",
 	"action":          "an operator's action done from the dashboard (requeue, purge, cancel, pause...)",
