@@ -8,14 +8,11 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 )
 
+// TestConformance runs the contract's suite on the backend. Its run
+// through a wrapper is otelconveyor's TestConformance (the engine's own
+// test runs pubsubtest.Wrap), so it is not repeated here.
 func TestConformance(t *testing.T) {
 	pubsubtest.Run(t, kafkapubsubtest.Harness(t, kafkapubsub.Options{}))
-}
-
-// TestConformanceWrapped runs the suite through a wrapping Topic: every
-// ability stays reachable.
-func TestConformanceWrapped(t *testing.T) {
-	pubsubtest.Run(t, pubsubtest.Wrap(kafkapubsubtest.Harness(t, kafkapubsub.Options{})))
 }
 
 // TestConformanceGroups runs the suite in consumer-group mode: every
