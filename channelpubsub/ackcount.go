@@ -13,7 +13,7 @@ var _ driver.AckCounter = (*subscription)(nil)
 
 // AckedSince counts the acks of the handle's subscription at or after since
 // (see admin.AckCounter). Acks are counted by the second they were made
-// in, as the store's ack clock read it (see below): no ack made at or
+// in, as the store's coarse clock read it (see below): no ack made at or
 // after since is missed; every ack of the second since falls in is
 // counted, even one made a little before since, and so are those of the
 // second before when since is less than a sweep (Options.Lease/8, 250 ms
@@ -44,8 +44,8 @@ const ackWindow = 1024
 // write on a line its subscription's other consumers write, no clock read
 // and no allocation.
 //
-// The second an ack is filed under is that of the ack clock, which the
-// sweeper advances each sweep: it lags the real time by up to a sweep, more
+// The second an ack is filed under is that of the coarse clock (the one
+// leases are measured with), which the sweeper advances each sweep: it lags the real time by up to a sweep, more
 // when the sweeper runs late. Filed under the clock alone, an ack made
 // just after a caller's since, a second boundary between the clock and
 // since, would fall in the second before since's and never be counted. So
@@ -61,16 +61,17 @@ func (ps *store) onLine(t time.Time) int64 {
 	return ps.epochNano + int64(t.Sub(ps.epoch))
 }
 
-// tickAckClock advances the ack clock to now and records the sweep.
-// Called by the sweeper only.
-func (ps *store) tickAckClock(now time.Time) {
+// tick advances the coarse clock to now, records the sweep and returns
+// the clock's new reading. Called by the sweeper only (and by Open).
+func (ps *store) tick(now time.Time) int64 {
 	stamp := ps.onLine(now)
-	ps.ackClock.Store(stamp)
+	ps.clock.Store(stamp)
 	ps.sweeps.record(stamp, ps.onLine(time.Now()))
+	return stamp
 }
 
 // sweepLog keeps, for each of the last ackWindow seconds, the sweeps that
-// stored their ack clock reading (the stamp) during it: the first one's
+// stored their clock reading (the stamp) during it: the first one's
 // stamp and when it was stored, and the last one's stamp.
 type sweepLog struct {
 	mu    sync.Mutex
@@ -119,7 +120,7 @@ type ackTally struct {
 	sec, n int64
 }
 
-// countAck counts an ack of second sec (of the ack clock) in sh. Called with sh.mu held.
+// countAck counts an ack of second sec (of the coarse clock) in sh. Called with sh.mu held.
 func (q *queue) countAck(sh *inflightShard, sec int64) {
 	if t := &sh.acks; t.sec != sec {
 		if t.n > 0 {

@@ -51,7 +51,7 @@ func TestAckCount(t *testing.T) {
 
 // TestAckedSinceMissesNoLaterAck: an ack made right after since is counted
 // by AckedSince(since), even when since is just past a second boundary,
-// where the ack clock (one sweep, 250 ms with the default lease, behind)
+// where the coarse clock (one sweep, 250 ms with the default lease, behind)
 // still reads the second before. Each round starts at a second boundary:
 // the case is a matter of the wall clock. Each round has a topic of its
 // own, so its ack alone counts.

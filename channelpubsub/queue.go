@@ -451,7 +451,7 @@ func (q *queue) endLease(e *entry, acked bool) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	if acked {
-		q.countAck(sh, q.ps.ackClock.Load()/int64(time.Second))
+		q.countAck(sh, q.ps.clock.Load()/int64(time.Second))
 	}
 	sh.mu.Unlock()
 	sh.count.Add(-1)

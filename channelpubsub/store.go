@@ -21,11 +21,10 @@ type store struct {
 	closed     chan struct{}
 	isShut     atomic.Bool    // closed, readable without a select
 	wg         sync.WaitGroup // the lease sweeper, and redeliveries waiting for room
-	clock      atomic.Int64   // unix nanoseconds, advanced by the sweeper
+	clock      atomic.Int64   // the coarse clock: nanoseconds on the store's line (ackcount.go), advanced by the sweeper
 	epoch      time.Time      // the store's making, with its monotonic reading (ackcount.go)
 	epochNano  int64          // epoch in unix nanoseconds
-	ackClock   atomic.Int64   // the store's line (ackcount.go), advanced by the sweeper
-	sweeps     sweepLog       // when the sweeps advanced ackClock
+	sweeps     sweepLog       // when the sweeps advanced clock
 	sweepEvery time.Duration
 
 	mu     sync.Mutex
@@ -51,9 +50,7 @@ func (ps *store) Open(env driver.Env) (driver.Features, error) {
 	ps.env = env
 	ps.opts.Retry, ps.opts.Lease = env.Defaults.Retry, env.Defaults.Lease
 	ps.sweepEvery = min(max(ps.opts.Lease/8, 5*time.Millisecond), 250*time.Millisecond)
-	now := time.Now()
-	ps.clock.Store(now.UnixNano())
-	ps.tickAckClock(now)
+	ps.tick(time.Now())
 	ps.wg.Add(1)
 	go ps.sweep()
 	return driver.Delay | driver.Unique, nil
@@ -85,10 +82,9 @@ func (ps *store) sweep() {
 		case <-ps.closed:
 			return
 		case now := <-tick.C:
-			ps.clock.Store(now.UnixNano())
-			ps.tickAckClock(now)
+			stamp := ps.tick(now)
 			for _, q := range ps.queues() {
-				q.expireLeases(now.UnixNano())
+				q.expireLeases(stamp)
 				if ps.opts.DeadRetention > 0 {
 					q.pruneDead(now.Add(-ps.opts.DeadRetention))
 				}
