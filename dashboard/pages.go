@@ -174,7 +174,7 @@ func (d *Dashboard) messages(w http.ResponseWriter, r *http.Request) {
 		p.PauseState = "Running."
 		p.PauseAction = new(d.actionLink(actions["pause"], tg, ""))
 	}
-	pg, err := peek(ctx, t, admin.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
+	pg, err := admin.Peek(ctx, t, admin.PeekOptions{State: state, Limit: limit, After: q.Get("after")})
 	switch {
 	case errors.Is(err, admin.ErrInvalidCursor):
 		d.failErr(w, r, err)
@@ -240,7 +240,7 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	info, data, err := getMessage(ctx, t, id)
+	info, data, err := admin.GetMessage(ctx, t, id)
 	if err != nil {
 		d.failErr(w, r, fmt.Errorf("message %q of %s: %w", id, tg.words(), err))
 		return

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/internal/timefmt"
-	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
@@ -147,9 +146,6 @@ func runPeek(c *opsCall) error {
 	}
 	defer t.Close()
 	page, err := admin.Peek(c.ctx, t, admin.PeekOptions{State: state, Limit: limit, After: c.flag("after")})
-	if errors.Is(err, pubsub.ErrUnsupported) && state == admin.StateDead {
-		page, err = peekDead(c, t, limit)
-	}
 	if err != nil {
 		return err
 	}
@@ -171,44 +167,6 @@ func runPeek(c *opsCall) error {
 		fmt.Fprintf(c.stderr, "More: conveyor peek %s --state %s --limit %d --after %s\n", c.args[0], state, limit, page.Next)
 	}
 	return nil
-}
-
-// peekDead lists dead messages with DeadLetters, on a backend without a
-// Peeker (NATS): the first page only.
-func peekDead(c *opsCall, t pubsub.Topic, limit int) (admin.PeekPage, error) {
-	if c.flag("after") != "" {
-		return admin.PeekPage{}, usageErrorf("-after: this backend lists its dead messages in one page")
-	}
-	dead, err := admin.ListDead(c.ctx, t, limit)
-	if err != nil {
-		return admin.PeekPage{}, err
-	}
-	var page admin.PeekPage
-	for _, d := range dead {
-		page.Messages = append(page.Messages, d.Info())
-	}
-	return page, nil
-}
-
-// showDead finds the dead message id with DeadLetters, on a backend
-// without a Peeker (NATS, Kafka), among the first admin.MaxPeekLimit; not
-// there, it returns unsupported, the error of GetMessage, with what it
-// looked at.
-func showDead(c *opsCall, t pubsub.Topic, id string, unsupported error) (admin.MessageInfo, []byte, error) {
-	dead, err := admin.ListDead(c.ctx, t, admin.MaxPeekLimit)
-	if errors.Is(err, pubsub.ErrUnsupported) {
-		return admin.MessageInfo{}, nil, unsupported
-	}
-	if err != nil {
-		return admin.MessageInfo{}, nil, err
-	}
-	for _, d := range dead {
-		if d.ID == id {
-			return d.Info(), d.Data, nil
-		}
-	}
-	return admin.MessageInfo{}, nil, fmt.Errorf("%w (no dead message %q among the first %d: this backend shows dead messages only)",
-		unsupported, id, admin.MaxPeekLimit)
 }
 
 // timeColumn names a peeked state's MessageInfo.RunAt.
@@ -240,9 +198,6 @@ func runShow(c *opsCall) error {
 	}
 	defer t.Close()
 	info, data, err := admin.GetMessage(c.ctx, t, c.args[1])
-	if errors.Is(err, pubsub.ErrUnsupported) {
-		info, data, err = showDead(c, t, c.args[1], err)
-	}
 	if err != nil {
 		return err
 	}

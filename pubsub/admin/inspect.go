@@ -161,27 +161,58 @@ func ListTopics(ctx context.Context, ps pubsub.PubSub) ([]TopicInfo, error) {
 }
 
 // Peek returns a page of t's messages in opts.State (see Peeker). Without a
-// Peeker it returns pubsub.ErrUnsupported.
+// Peeker, the dead messages of a topic with DeadLetters are its first
+// page (ListDead, oldest death first; a later page wraps
+// ErrInvalidCursor); anything else returns pubsub.ErrUnsupported.
 func Peek(ctx context.Context, t pubsub.Topic, opts PeekOptions) (PeekPage, error) {
 	p, ok := pubsub.As[Peeker](t)
-	if !ok {
+	_, dl := pubsub.As[DeadLetters](t)
+	if !ok && !(dl && opts.State == StateDead) {
 		return PeekPage{}, unsupported(t, "peek")
 	}
 	opts, err := opts.Normalized()
 	if err != nil {
 		return PeekPage{}, err
 	}
-	return p.Peek(ctx, opts)
+	if ok {
+		return p.Peek(ctx, opts)
+	}
+	if opts.After != "" {
+		return PeekPage{}, fmt.Errorf("%w: this backend lists its dead messages in one page", ErrInvalidCursor)
+	}
+	dead, err := ListDead(ctx, t, opts.Limit)
+	if err != nil {
+		return PeekPage{}, err
+	}
+	var pg PeekPage
+	for _, m := range dead {
+		pg.Messages = append(pg.Messages, m.Info())
+	}
+	return pg, nil
 }
 
 // GetMessage returns the message id of t and its data (see
-// Peeker.Message). Without a Peeker it returns pubsub.ErrUnsupported.
+// Peeker.Message). Without a Peeker, a topic with DeadLetters shows its
+// dead messages only, among the first MaxPeekLimit (another id wraps
+// ErrNotFound); anything else returns pubsub.ErrUnsupported.
 func GetMessage(ctx context.Context, t pubsub.Topic, id string) (MessageInfo, []byte, error) {
-	p, ok := pubsub.As[Peeker](t)
-	if !ok {
+	if p, ok := pubsub.As[Peeker](t); ok {
+		return p.Message(ctx, id)
+	}
+	if _, ok := pubsub.As[DeadLetters](t); !ok {
 		return MessageInfo{}, nil, unsupported(t, "peek")
 	}
-	return p.Message(ctx, id)
+	dead, err := ListDead(ctx, t, MaxPeekLimit)
+	if err != nil {
+		return MessageInfo{}, nil, err
+	}
+	for _, m := range dead {
+		if m.ID == id {
+			return m.Info(), m.Data, nil
+		}
+	}
+	return MessageInfo{}, nil, fmt.Errorf("%w: %q is not among the first %d dead messages (this backend shows dead messages only)",
+		ErrNotFound, id, MaxPeekLimit)
 }
 
 // Cancel deletes the ready or scheduled message id of t (see Canceler).
