@@ -82,6 +82,16 @@ type fetched struct {
 // the subscription changed meanwhile.
 func (s *subState) reader(d subDesc) (*reader, error) {
 	s.mu.Lock()
+	if g := s.g; g != nil && g.d.Gen == d.Gen && !s.closed {
+		s.mu.Unlock()
+		return g, nil
+	}
+	s.mu.Unlock()
+	// One reader made at a time: the Receives that start together would
+	// else each join the group, and rebalance it as each but one leaves.
+	s.readerMu.Lock()
+	defer s.readerMu.Unlock()
+	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, pubsub.ErrClosed
@@ -105,6 +115,7 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		kgo.ConsumeTopics(s.st.n.log, g.n.retry),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),                   // until poll's records are tracked
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // a requeue that lost is aborted
 		kgo.FetchMaxWait(groupFetchWait),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) { g.tr.assign(got) }),
@@ -200,10 +211,24 @@ func (g *reader) poll() {
 	var logged bool
 	for g.ctx.Err() == nil {
 		fetches := g.cl.PollRecords(g.ctx, pollBatch)
+		// The records are tracked before a rebalance may move their
+		// partitions (BlockRebalanceOnPoll): a partition revoked and
+		// given back meanwhile would else get this poll's offsets after
+		// those its next fetch starts from, and commit past them.
+		err := fetchErr(fetches)
+		var fs []fetched
+		if err == nil && g.ctx.Err() == nil {
+			for _, r := range fetches.Records() {
+				if part := g.tr.fetched(r.Topic, r.Partition, r.Offset); part != nil {
+					fs = append(fs, fetched{r: r, part: part})
+				}
+			}
+		}
+		g.cl.AllowRebalance()
 		if g.ctx.Err() != nil {
 			return
 		}
-		if err := fetchErr(fetches); err != nil {
+		if err != nil {
 			if errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
@@ -219,11 +244,8 @@ func (g *reader) poll() {
 			continue
 		}
 		logged = false
-		for _, r := range fetches.Records() {
-			f := fetched{r: r, part: g.tr.fetched(r.Topic, r.Partition, r.Offset)}
-			if f.part == nil {
-				continue // its partition was revoked meanwhile
-			}
+		for _, f := range fs {
+			r := f.r
 			if g.s.skips(g.d, r) {
 				g.settle(f)
 				continue

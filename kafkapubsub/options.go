@@ -110,7 +110,9 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if len(o.Brokers) == 0 {
 		if env := os.Getenv("KAFKA_BROKERS"); env != "" {
-			o.Brokers = strings.Split(env, ",")
+			if o.Brokers, err = ParseBrokers(env); err != nil {
+				return resolved{}, fmt.Errorf("$KAFKA_BROKERS: %w", err)
+			}
 		}
 	}
 	switch {

@@ -37,7 +37,8 @@ type subState struct {
 	st   *topicState
 	name string
 
-	lookMu sync.Mutex // one lookup at a time (desc)
+	lookMu   sync.Mutex // one lookup at a time (desc)
+	readerMu sync.Mutex // one consumer-group reader made at a time (reader)
 
 	mu     sync.Mutex
 	d      subDesc // its registry entry, when have

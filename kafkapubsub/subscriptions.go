@@ -287,9 +287,10 @@ func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error
 	n := st.n.sub(sub, d.Gen)
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	// Best effort: a member of another process may still hold the group.
+	// Best effort: a member of another process may still hold the group,
+	// of the mode the subscription was made in.
 	group := n.group
-	if s.opts.ConsumerGroups {
+	if d.Groups {
 		group = n.cgroup
 	}
 	_, _ = s.adm.DeleteGroups(rctx, group)

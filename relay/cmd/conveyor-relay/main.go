@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/conveyorgo/conveyor/dbpubsub"
@@ -111,7 +110,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Close() error
 	}
 	if *kafka != "" {
-		dst, err = kafkapubsub.New(kafkapubsub.Options{Brokers: strings.Split(*kafka, ","), Prefix: *prefix, Logger: log})
+		var brokers []string
+		if brokers, err = kafkapubsub.ParseBrokers(*kafka); err != nil {
+			return fmt.Errorf("-kafka: %w", err)
+		}
+		dst, err = kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: *prefix, Logger: log})
 	} else {
 		dst, err = natspubsub.Connect(*natsURL, natspubsub.Options{Prefix: *prefix, Logger: log})
 	}
