@@ -115,12 +115,12 @@ func (e *entry) deliver() *driver.Slot {
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
 	e.q.addInflight(e)
-	s := &e.first // made with its Msg, Data and Header
+	s := &e.first // made with its Data and Header
 	if e.token != 1 {
 		s = new(driver.Slot)
-		s.Delivery.Msg, s.Delivery.Data, s.Delivery.Header = e, e.data(), e.header()
+		s.Delivery.Data, s.Delivery.Header = e.data(), e.header()
 	}
-	s.Delivery.Token, s.Delivery.Attempt = e.token, int(e.attempt)
+	s.Delivery.Msg, s.Delivery.Token, s.Delivery.Attempt = e, e.token, int(e.attempt)
 	e.mu.Unlock()
 	return s
 }

@@ -103,9 +103,8 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 	if data == nil {
 		data = []byte{} // as a copy of nil is
 	}
-	e := &entry{q: q, id: q.ps.nextID.Add(1), created: q.ps.clock.Load()}
-	e.first.Delivery = driver.Delivery{Msg: e, Data: data, Header: h}
-	return e
+	return &entry{q: q, id: q.ps.nextID.Add(1), created: q.ps.clock.Load(),
+		first: driver.Slot{Delivery: driver.Delivery{Data: data, Header: h}}}
 }
 
 // push makes e ready: into the channel if there is room, else a goroutine

@@ -24,9 +24,18 @@ import (
 // Dequeue counts its delivery before it looks at the gate, and Quiesce
 // shuts the gate before it looks at held: so either the Dequeue sees the
 // gate shut (and gives the delivery back), or Quiesce counts it.
+//
+// The count is kept in shards, each on a cache line of its own, a handle
+// counting in one (heldShards): one counter every consumer of the PubSub
+// wrote on each delivery and settle made the cores take its line from
+// each other, and with it the PubSub's fields read on the same paths.
+// Only a shut gate reads their sum, which reaches 0 only when every
+// shard is 0: the last release sees it, as each shard's counts are
+// made before its releases.
 type gate struct {
 	state atomic.Pointer[gateState]
-	held  atomic.Int64
+	held  *[heldShards]heldShard
+	next  atomic.Uint32 // the shard of the next handle
 	// until is the latest lease deadline (Unix nanoseconds) an
 	// extension set: Quiesce waits no longer than it for a delivery.
 	until atomic.Int64
@@ -62,7 +71,33 @@ type stopper struct {
 
 func (s *stopper) stop() { s.once.Do(func() { close(s.ch) }) }
 
-func (g *gate) init() { g.state.Store(&gateState{stops: map[*stopper]struct{}{}}) }
+// heldShards is how many counters held is kept in.
+const heldShards = 8
+
+// heldShard is one counter of held, alone on its cache line.
+type heldShard struct {
+	n atomic.Int64
+	_ [120]byte
+}
+
+func (g *gate) init() {
+	g.held = new([heldShards]heldShard)
+	g.state.Store(&gateState{stops: map[*stopper]struct{}{}})
+}
+
+// shard returns the counter a new handle counts its deliveries in.
+func (g *gate) shard() *atomic.Int64 {
+	return &g.held[(g.next.Add(1)-1)%heldShards].n
+}
+
+// inHand returns how many deliveries are in hand: held's sum.
+func (g *gate) inHand() int64 {
+	var n int64
+	for i := range g.held {
+		n += g.held[i].n.Load()
+	}
+	return n
+}
 
 // shut closes the gate (if open) and returns its shut period, or false
 // once the PubSub closed.
@@ -82,7 +117,7 @@ func (g *gate) shut() (*gateState, bool) {
 		}
 	}
 	g.mu.Unlock()
-	if g.held.Load() == 0 {
+	if g.inHand() == 0 {
 		st.drain()
 	}
 	return st, true
@@ -113,11 +148,10 @@ func (g *gate) close() {
 }
 
 // release uncounts a delivery: settled, lost, or given back.
-func (g *gate) release() {
-	if g.held.Add(-1) == 0 {
-		if st := g.state.Load(); st.shut {
-			st.drain()
-		}
+func (g *gate) release(held *atomic.Int64) {
+	held.Add(-1)
+	if st := g.state.Load(); st.shut && g.inHand() == 0 {
+		st.drain()
 	}
 }
 
@@ -194,9 +228,9 @@ func (ps *PubSub) Quiesce(ctx context.Context) error {
 			if ps.closed.Load() {
 				return fmt.Errorf("%s: quiesce: %w", ps.name, pubsub.ErrClosed)
 			}
-			return fmt.Errorf("%s: quiesce: %d deliveries in hand: %w", ps.name, max(ps.gate.held.Load(), 0), admin.ErrResumed)
+			return fmt.Errorf("%s: quiesce: %d deliveries in hand: %w", ps.name, ps.gate.inHand(), admin.ErrResumed)
 		case <-ctx.Done():
-			return fmt.Errorf("%s: quiesce: the gate stays closed, %d deliveries in hand: %w", ps.name, max(ps.gate.held.Load(), 0), ctx.Err())
+			return fmt.Errorf("%s: quiesce: the gate stays closed, %d deliveries in hand: %w", ps.name, ps.gate.inHand(), ctx.Err())
 		}
 	}
 }

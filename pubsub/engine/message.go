@@ -21,6 +21,9 @@ type message driver.Slot
 // handle returns the handle that made the delivery.
 func (m *message) handle() *topic { return m.Owner.(*topic) }
 
+// release uncounts a delivery of t's from the deliveries in hand.
+func (t *topic) release() { t.ps.gate.release(t.held) }
+
 // msgState is where a delivery is in its life, as the engine sees it.
 type msgState = uint32
 
@@ -80,7 +83,7 @@ func (m *message) Ack(ctx context.Context) error {
 	err := t.ds.Ack(ctx, &m.Delivery)
 	if err == nil && m.Hook == nil {
 		m.State.Store(msgSettled)
-		t.ps.gate.release()
+		t.release()
 		return nil
 	}
 	return m.end(ctx, Settle{Op: "ack", Outcome: Acked}, err)
@@ -167,12 +170,12 @@ func (m *message) end(ctx context.Context, s Settle, err error) error {
 	switch {
 	case err == nil && s.Outcome != NotSettled:
 		m.State.Store(msgSettled)
-		m.handle().ps.gate.release()
+		m.handle().release()
 	case err == nil:
 		m.State.Store(msgOpen)
 	case errors.Is(err, driver.ErrLeaseLost):
 		m.State.Store(msgLost)
-		m.handle().ps.gate.release()
+		m.handle().release()
 	default:
 		m.State.Store(msgOpen)
 	}

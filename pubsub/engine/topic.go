@@ -25,6 +25,7 @@ type topic struct {
 	h     backend.Handle
 	caps  caps
 	stop  atomic.Pointer[stopper] // its Receive calls' stop channel (gate.stopperFor)
+	held  *atomic.Int64           // its count of deliveries in hand (gate.shard)
 	// policy is the subscription's retry policy once known (retryPolicy).
 	policy atomic.Pointer[pubsub.RetryPolicy]
 }
@@ -50,7 +51,7 @@ func (ps *PubSub) newHandle(name, sub string) pubsub.Topic {
 		t = new(topic)
 		h = t
 	}
-	*t = topic{ps: ps, name: name, sub: sub, label: backend.Label(name, sub), dt: dt, ds: ds, h: backend.NewHandle()}
+	*t = topic{ps: ps, name: name, sub: sub, label: backend.Label(name, sub), dt: dt, ds: ds, h: backend.NewHandle(), held: ps.gate.shard()}
 	t.caps = findCaps(ps.features, dt, ds)
 	return h
 }
@@ -262,10 +263,10 @@ func (t *topic) Dequeue(ctx context.Context) (pubsub.Message, error) {
 			}
 			return nil, t.wrap(ctx, "dequeue", err)
 		}
-		g.held.Add(1)
+		t.held.Add(1)
 		if g.state.Load().shut {
 			t.giveBack(ctx, &m.Delivery)
-			g.release()
+			t.release()
 			continue
 		}
 		m.Owner = t
