@@ -73,7 +73,8 @@ func (st *topicState) startMoverAsync() {
 }
 
 // startMover makes the delay log and starts the topic's mover in this
-// store, once.
+// store, once. With Options.Bind the delay log is not made: ensure found
+// it.
 func (st *topicState) startMover(ctx context.Context) error {
 	st.mu.Lock()
 	started := st.moving
@@ -81,8 +82,10 @@ func (st *topicState) startMover(ctx context.Context) error {
 	if started {
 		return nil
 	}
-	if err := st.s.createTopic(ctx, st.n.delayLog(), 1, false); err != nil {
-		return err
+	if !st.s.opts.Bind {
+		if _, err := st.s.createTopic(ctx, st.delayTopic()); err != nil {
+			return err
+		}
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -13,8 +13,10 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by the error of New and Register for an
-// option that makes no sense, and by that of a call on a subscription
-// made with another Options.ConsumerGroups.
+// option that makes no sense, by that of a call on a subscription made
+// with another Options.ConsumerGroups, and by Provision's for a Kafka
+// topic that exists with another partition count or replication factor
+// than the Options ask for.
 var ErrInvalidConfig = errors.New("kafkapubsub: invalid configuration")
 
 // Defaults of Options.
@@ -63,12 +65,22 @@ type Options struct {
 	// RequestTimeout bounds each request to the cluster whose ctx has no
 	// earlier deadline. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// Partitions is the partition count of a topic conveyor creates. 0
-	// means DefaultPartitions.
+	// Partitions is the partition count of the log of a topic, and of a
+	// subscription's own log, that conveyor creates (on first use, or by
+	// Provision). 0 means DefaultPartitions.
 	Partitions int32
-	// Replication is the replication factor of a topic conveyor creates.
-	// 0 means the cluster's default.
+	// Replication is the replication factor of a Kafka topic conveyor
+	// creates. 0 means the cluster's default.
 	Replication int16
+	// Bind leaves the Kafka topics to the operator: the PubSub creates
+	// none and changes the configuration of none; it looks up those it
+	// needs, and a missing one is an error wrapping ErrNoTopic that names
+	// it. Provision makes them: a topic's, and each subscription's own
+	// log and dead log, which a subscription needs from its start; so a
+	// subscription is made by Provision and only declared by a bound
+	// PubSub's Subscribe, which fixes its retry policy (provision.go).
+	// The default (false) makes each on first use.
+	Bind bool
 	// DeliveryLimit is the cluster's share-group delivery count limit:
 	// a message whose delivery count reaches it is appended again to its
 	// subscription's retry log rather than released, which would archive

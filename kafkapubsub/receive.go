@@ -47,6 +47,7 @@ type subState struct {
 	all    map[*worker]struct{}
 	g      *reader // in consumer-group mode (group.go)
 	closed bool
+	found  string // the generation whose Kafka topics were found (bound)
 }
 
 var _ driver.Subscription = (*subState)(nil)
@@ -178,6 +179,9 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		if err := s.st.s.sameMode(d); err != nil {
 			return subDesc{}, err
 		}
+		if err := s.bound(ctx, d); err != nil {
+			return subDesc{}, err
+		}
 		s.keep(d)
 		return d, nil
 	}
@@ -202,6 +206,28 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		return subDesc{}, fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
 	}
 	return s.d, nil
+}
+
+// bound returns nil unless, with Options.Bind, the own log or the dead log
+// of generation d is missing (an error wrapping ErrNoTopic). It looks
+// once per generation found.
+func (s *subState) bound(ctx context.Context, d subDesc) error {
+	if !s.st.s.opts.Bind {
+		return nil
+	}
+	s.mu.Lock()
+	found := s.found == d.Gen
+	s.mu.Unlock()
+	if found {
+		return nil
+	}
+	if err := s.st.s.lookUp(ctx, subLabel(s.st.name, s.name), s.st.name, s.name, s.st.subTopics(s.name, d.Gen)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.found = d.Gen
+	s.mu.Unlock()
+	return nil
 }
 
 // names returns the names of the subscription's generation.

@@ -156,9 +156,22 @@ func isUnavailable(err error) bool {
 	return errors.As(err, &ke) && ke.Retriable || errors.As(err, &ne)
 }
 
-// createTopic creates the Kafka topic name with partitions, compacted
-// if compact, unless it exists.
-func (s *store) createTopic(ctx context.Context, name string, partitions int32, compact bool) error {
+// kafkaTopic is a Kafka topic conveyor needs: its name, what it is (in
+// errors), its partition count and whether it is compacted.
+type kafkaTopic struct {
+	name       string
+	what       string
+	partitions int32
+	// configured: its partition count is Options.Partitions, which a
+	// bound PubSub does not hold the operator's topic to; else conveyor
+	// reads it as one partition, which it must have.
+	configured bool
+	compact    bool
+}
+
+// createTopic creates Kafka topic k unless it exists; existed reports
+// whether it did.
+func (s *store) createTopic(ctx context.Context, k kafkaTopic) (existed bool, err error) {
 	rctx, cancel := s.request(ctx)
 	defer cancel()
 	maxBytes := strconv.Itoa(s.opts.MaxDataSize + headerRoom)
@@ -167,18 +180,21 @@ func (s *store) createTopic(ctx context.Context, name string, partitions int32, 
 		repl = -1
 	}
 	configs := map[string]*string{"max.message.bytes": &maxBytes}
-	if compact {
+	if k.compact {
 		policy := "compact"
 		configs["cleanup.policy"] = &policy
 	}
-	resp, err := s.adm.CreateTopic(rctx, partitions, repl, configs, name)
+	resp, err := s.adm.CreateTopic(rctx, k.partitions, repl, configs, k.name)
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return s.fail(ctx, "creating Kafka topic "+name, err)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return true, nil
 	}
-	return nil
+	if err != nil {
+		return false, s.fail(ctx, "creating Kafka topic "+k.name, err)
+	}
+	return false, nil
 }
 
 // readLog returns the records of partition 0 of topic from its start to

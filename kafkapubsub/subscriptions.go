@@ -33,7 +33,10 @@ import (
 //     its declaration, which were published for the named ones.
 //   - DeleteSubscription removes it from the registry and deletes its
 //     group and logs; the last one is replaced by a reserve, so later
-//     publishes are kept for the default.
+//     publishes are kept for the default (not with Options.Bind, which
+//     makes no Kafka topic: a publish is then ErrNoTopic).
+//   - Provision makes reserves of named subscriptions too, declared
+//     by a Subscribe (provision.go).
 //
 // The registry's writes of one process are serialized; two processes
 // making one subscription at once may both make a generation, and the
@@ -126,11 +129,10 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 		Groups: st.s.opts.ConsumerGroups}
 	n := st.n.sub(sub, d.Gen)
 	s := st.s
-	if err := s.createTopic(ctx, n.retry, s.opts.Partitions, false); err != nil {
-		return d, err
-	}
-	if err := s.createTopic(ctx, n.dead, 1, false); err != nil {
-		return d, err
+	for _, k := range st.subTopics(sub, d.Gen) {
+		if _, err := s.createTopic(ctx, k); err != nil {
+			return d, err
+		}
 	}
 	ends, err := s.endOffsets(ctx, st.n.log)
 	if err != nil {
@@ -174,7 +176,7 @@ func (st *topicState) create(ctx context.Context, sub string, reserve bool, retr
 
 // Subscribe creates subscription sub of topic unless it exists, with
 // cfg's retry policy when it is its own, and returns the subscription's
-// configuration.
+// configuration. With Options.Bind it only declares one Provision made.
 func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := s.topic(topic)
 	if err := st.ensure(ctx); err != nil {
@@ -184,49 +186,77 @@ func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Sub
 	if cfg.Own {
 		own = &cfg.Retry
 	}
+	d, err := st.subscribe(ctx, sub, own, false)
+	if err != nil {
+		return driver.SubscriptionConfig{}, err
+	}
+	return s.configOf(d), nil
+}
+
+// subscribe makes subscription sub of the topic, whose Kafka topics
+// exist, unless it exists, and declares it with retry policy own when it
+// is a reserve. With provision (Provision) it makes it a reserve instead,
+// and leaves one that exists as it is but for its Kafka topics, made
+// again when missing; with Options.Bind and without provision it makes
+// none: a subscription not in the registry is ErrNoTopic.
+func (st *topicState) subscribe(ctx context.Context, sub string, own *pubsub.RetryPolicy, provision bool) (subDesc, error) {
+	s := st.s
 	st.regMu.Lock()
 	defer st.regMu.Unlock()
 	reg, err := st.registry(ctx)
 	if err != nil {
-		return driver.SubscriptionConfig{}, err
+		return subDesc{}, err
 	}
 	d, ok := reg[sub]
 	if ok {
 		if err := s.sameMode(d); err != nil {
-			return driver.SubscriptionConfig{}, err
+			return subDesc{}, err
+		}
+		if provision {
+			if err := s.makeTopics(ctx, subLabel(st.name, sub), st.subTopics(sub, d.Gen)); err != nil {
+				return subDesc{}, err
+			}
+		} else if err := st.sub(sub).bound(ctx, d); err != nil {
+			return subDesc{}, err
 		}
 	}
 	switch {
-	case ok && d.Reserve: // the default's: declared
+	case ok && d.Reserve && !provision: // the default's, or one Provision made: declared
 		d.Reserve, d.Retry = false, own
 		if d.Until != nil {
 			if d.SkipTo, err = s.endOffsets(ctx, st.n.log); err != nil {
-				return driver.SubscriptionConfig{}, err
+				return subDesc{}, err
 			}
 			d.SkipFrom, d.Until = d.Until, nil
 		}
 		if err := st.write(ctx, d); err != nil {
-			return driver.SubscriptionConfig{}, err
+			return subDesc{}, err
 		}
+	case !ok && s.opts.Bind && !provision:
+		n := st.n.sub(sub, "*")
+		return subDesc{}, notProvisioned(fmt.Sprintf("%s was not provisioned: its own log and dead log (Kafka topics %s and %s) are missing",
+			subLabel(st.name, sub), n.retry, n.dead), st.name, sub)
 	case !ok:
-		if d, err = st.create(ctx, sub, false, own); err != nil {
-			return driver.SubscriptionConfig{}, err
+		if d, err = st.create(ctx, sub, provision, own); err != nil {
+			return subDesc{}, err
 		}
 		if err := st.write(ctx, d); err != nil {
-			return driver.SubscriptionConfig{}, err
+			return subDesc{}, err
 		}
 	}
 	if def, ok := reg[pubsub.DefaultSubscription]; sub != pubsub.DefaultSubscription && ok && def.Reserve && def.Until == nil {
 		if def.Until, err = s.endOffsets(ctx, st.n.log); err != nil {
-			return driver.SubscriptionConfig{}, err
+			return subDesc{}, err
 		}
 		if err := st.write(ctx, def); err != nil {
-			return driver.SubscriptionConfig{}, err
+			return subDesc{}, err
 		}
 	}
 	st.markPublishable()
-	st.sub(sub).keep(d)
-	return s.configOf(d), nil
+	if !provision {
+		st.sub(sub).keep(d)
+	}
+	return d, nil
 }
 
 // configOf is the configuration of the subscription d.
@@ -254,8 +284,10 @@ func (s *store) Subscriptions(ctx context.Context, topic string) ([]string, erro
 }
 
 // DeleteSubscription removes subscription sub of topic: its registry
-// entry, its group, its own log and its dead log. It wraps
-// pubsub.ErrNoSubscription when topic has no subscription sub.
+// entry, its group, its own log and its dead log (best effort, with
+// Options.Bind too). It wraps pubsub.ErrNoSubscription when topic has no
+// subscription sub; a named one Provision made and nobody declared is
+// deleted.
 func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error {
 	st := s.topic(topic)
 	st.regMu.Lock()
@@ -265,7 +297,7 @@ func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error
 		return err
 	}
 	d, ok := reg[sub]
-	if !ok || d.Reserve {
+	if !ok || (d.Reserve && sub == pubsub.DefaultSubscription) {
 		return fmt.Errorf("%w %q", pubsub.ErrNoSubscription, sub)
 	}
 	delete(reg, sub)
@@ -273,15 +305,21 @@ func (s *store) DeleteSubscription(ctx context.Context, topic, sub string) error
 		return err
 	}
 	st.sub(sub).forget()
-	if len(reg) == 0 || (len(reg) == 1 && reg[pubsub.DefaultSubscription].Reserve) {
-		if _, ok := reg[pubsub.DefaultSubscription]; !ok {
-			def, err := st.create(ctx, pubsub.DefaultSubscription, true, nil)
-			if err != nil {
-				return err
-			}
-			if err := st.write(ctx, def); err != nil {
-				return err
-			}
+	switch {
+	case len(reg) > 0:
+	case s.opts.Bind:
+		// A reserve's Kafka topics are the operator's to make: until it
+		// provisions the topic again, a publish here is ErrNoTopic.
+		st.mu.Lock()
+		st.publishable = false
+		st.mu.Unlock()
+	default:
+		def, err := st.create(ctx, pubsub.DefaultSubscription, true, nil)
+		if err != nil {
+			return err
+		}
+		if err := st.write(ctx, def); err != nil {
+			return err
 		}
 	}
 	n := st.n.sub(sub, d.Gen)
@@ -313,6 +351,11 @@ func (st *topicState) ensurePublishable(ctx context.Context) error {
 	reg, err := st.registry(ctx)
 	if err != nil {
 		return err
+	}
+	if len(reg) == 0 && st.s.opts.Bind {
+		n := st.n.sub(pubsub.DefaultSubscription, "*")
+		return notProvisioned(fmt.Sprintf("topic %q has no subscription to keep its messages for, and Options.Bind makes no reserve of its default one: its own log and dead log (Kafka topics %s and %s) are missing",
+			st.name, n.retry, n.dead), st.name, pubsub.DefaultSubscription)
 	}
 	if len(reg) == 0 {
 		d, err := st.create(ctx, pubsub.DefaultSubscription, true, nil)

@@ -25,7 +25,7 @@ type topicState struct {
 	regMu sync.Mutex // serializes this process's writes of the registry
 
 	mu          sync.Mutex
-	ready       bool // its log and registry were made
+	ready       bool // its log and registry were made (or found, with Options.Bind)
 	publishable bool // it was seen with a subscription (ensurePublishable)
 	moving      bool // this store runs its mover (delay.go)
 	starting    bool // startMoverAsync was called
@@ -38,7 +38,8 @@ var _ driver.Topic = (*topicState)(nil)
 func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
 
 // ensure makes the topic's log and its registry (compacted), once per
-// store.
+// store; with Options.Bind it looks them and the delay log up instead
+// (provision.go), until found.
 func (st *topicState) ensure(ctx context.Context) error {
 	st.mu.Lock()
 	ready := st.ready
@@ -47,11 +48,16 @@ func (st *topicState) ensure(ctx context.Context) error {
 		return nil
 	}
 	s := st.s
-	if err := s.createTopic(ctx, st.n.log, s.opts.Partitions, false); err != nil {
-		return err
-	}
-	if err := s.createTopic(ctx, st.n.registry, 1, true); err != nil {
-		return err
+	if s.opts.Bind {
+		if err := s.lookUp(ctx, fmt.Sprintf("topic %q", st.name), st.name, pubsub.DefaultSubscription, st.kafkaTopics()); err != nil {
+			return err
+		}
+	} else {
+		for _, k := range []kafkaTopic{st.logTopic(), st.registryTopic()} {
+			if _, err := s.createTopic(ctx, k); err != nil {
+				return err
+			}
+		}
 	}
 	st.mu.Lock()
 	st.ready = true
