@@ -19,14 +19,19 @@ import (
 	"github.com/conveyorgo/conveyor/pubsub/admin"
 	"github.com/conveyorgo/conveyor/pubsub/pubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub/wrap"
+	"github.com/conveyorgo/conveyor/sqlitepubsub/sqlitepubsubtest"
 )
 
-// TestConformance runs the contract's suite on each backend wrapped, with
-// a recording meter and no tracer (the suite checks headers exactly, and
-// a tracer adds traceparent to each): the wrapping changes nothing else a
-// caller can observe, every ability of the backend stays reachable, and
-// none it lacks is claimed (the suite checks each ability the harness
-// declares absent).
+// TestConformance runs the contract's suite on each backend wrapped twice:
+// by otelconveyor, with a recording meter and no tracer (the suite checks
+// headers exactly, and a tracer adds traceparent to each), and over it by
+// pubsubtest.Wrap, a wrapper that implements no ability itself. Neither
+// wrapping changes anything else a caller can observe, every ability of the
+// backend stays reachable through both, and none it lacks is claimed (the
+// suite checks each ability the harness declares absent). These are the
+// backends' only wrapped runs; their own tests run the suite plain, with
+// the full message count of the concurrency case, which runs here with
+// wrappedMessages.
 func TestConformance(t *testing.T) {
 	s := newSDK(t, otelconveyor.Options{StatsInterval: 1, TracerProvider: noop.NewTracerProvider()})
 	channel := pubsubtest.Harness{
@@ -54,13 +59,22 @@ func TestConformance(t *testing.T) {
 		{"dbpubsub", dbpubsubtest.Harness(dbpubsub.Options{})},
 		{"natspubsub", natspubsubtest.Harness(t, natspubsub.Options{})},
 		{"kafkapubsub", kafkapubsubtest.Harness(t, kafkapubsub.Options{})},
+		{"sqlitepubsub", sqlitepubsubtest.Harness()},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			pubsubtest.Run(t, wrapHarness(b.harness, s.tel))
+			h := b.harness
+			if h.Messages == 0 || h.Messages > wrappedMessages {
+				h.Messages = wrappedMessages
+			}
+			pubsubtest.Run(t, pubsubtest.Wrap(wrapHarness(h, s.tel)))
 		})
 	}
 }
+
+// wrappedMessages is the message count of the concurrency case in the
+// wrapped runs: the backends' plain runs race more on more messages.
+const wrappedMessages = 2000
 
 // wrapHarness returns h with every PubSub wrapped by tel, and tel
 // registered over the backend h registers.

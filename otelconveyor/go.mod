@@ -13,6 +13,8 @@ replace github.com/conveyorgo/conveyor/internal/natstest => ../internal/natstest
 
 replace github.com/conveyorgo/conveyor/kafkapubsub => ../kafkapubsub
 
+replace github.com/conveyorgo/conveyor/sqlitepubsub => ../sqlitepubsub
+
 require github.com/conveyorgo/conveyor v0.0.0-00010101000000-000000000000
 
 require github.com/conveyorgo/conveyor/natspubsub v0.0.0-00010101000000-000000000000
@@ -31,7 +33,20 @@ require (
 )
 
 require (
+	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/uptrace/bun/dialect/sqlitedialect v1.3.0 // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+	modernc.org/sqlite v1.62.0 // indirect
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/conveyorgo/conveyor/sqlitepubsub v0.0.0-00010101000000-000000000000
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -60,7 +75,7 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
