@@ -40,7 +40,12 @@ func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
 	rejectedBefore := map[string]bool{} // Reject returned nil before the kill
 	rejected := map[string]bool{}       // Reject returned nil, ever
 	var deliveredAfter []string         // delivered after the restart
-	var restarted atomic.Bool
+	// killing is set before the kill, restarted after it: a Reject that
+	// returned nil and then saw killing unset returned before the kill (one
+	// that waited across the restart and succeeded after it does not
+	// count, though its Dequeue was before: its message may well have
+	// been delivered again meanwhile, its lease on a restarted server).
+	var killing, restarted atomic.Bool
 	enough := make(chan struct{})
 	var closeEnough sync.Once
 
@@ -68,9 +73,10 @@ func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
 				if err != nil {
 					continue // the server is down: the message comes back
 				}
+				before := !killing.Load()
 				mu.Lock()
 				rejected[m.ID()] = true
-				if !after {
+				if before {
 					rejectedBefore[m.ID()] = true
 					if len(rejectedBefore) == killAfter {
 						closeEnough.Do(func() { close(enough) })
@@ -85,6 +91,7 @@ func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the consumers did not reject enough messages before the kill")
 	}
+	killing.Store(true)
 	srv.kill() // SIGKILL, while the consumers reject
 	mu.Lock()
 	before := len(rejectedBefore)
