@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	sub := fs.String("subscription", pubsub.DefaultSubscription, "the subscription of the source topic relayed")
 	natsURL := fs.String("nats", os.Getenv("NATS_URL"), "NATS server URL of the destination (default $NATS_URL)")
 	kafka := fs.String("kafka", "", "comma-separated Kafka brokers of the destination, a kafkapubsub topic, instead of NATS")
+	groups := fs.Bool("kafka-consumer-groups", false, "the destination's subscriptions are Kafka consumer groups (kafkapubsub Options.ConsumerGroups), not share groups: pass it when its consumers run in that mode, so that a subscription the relay makes is of theirs")
 	prefix := fs.String("prefix", natspubsub.DefaultPrefix, "the destination's natspubsub or kafkapubsub Options.Prefix")
 	to := fs.String("to", "", "the destination topic (default: -topic)")
 	source := fs.String("source", "", "relay Options.Source (default: topic/subscription)")
@@ -78,6 +79,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return errUsage
 	case *kafka != "" && set(fs, "nats"):
 		fmt.Fprintln(stderr, "conveyor-relay: pass -nats or -kafka, not both")
+		return errUsage
+	case *kafka == "" && *groups:
+		fmt.Fprintln(stderr, "conveyor-relay: -kafka-consumer-groups is for a Kafka destination: pass -kafka")
 		return errUsage
 	case *kafka == "" && *natsURL == "":
 		fmt.Fprintln(stderr, "conveyor-relay: no NATS server: pass -nats or set NATS_URL (or -kafka for Kafka)")
@@ -114,7 +118,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if brokers, err = kafkapubsub.ParseBrokers(*kafka); err != nil {
 			return fmt.Errorf("-kafka: %w", err)
 		}
-		dst, err = kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: *prefix, Logger: log})
+		dst, err = kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: *prefix, ConsumerGroups: *groups, Logger: log})
 	} else {
 		dst, err = natspubsub.Connect(*natsURL, natspubsub.Options{Prefix: *prefix, Logger: log})
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/natspubsub"
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/admin"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,8 +75,17 @@ func TestRelays(t *testing.T) {
 // messages, reads them from the Kafka topic (a kfake cluster, or
 // $KAFKA_BROKERS), each with its row's identity, and stops it as SIGTERM
 // would.
+// TestRelaysToKafka relays to consumers of each mode, started once every
+// message is relayed: the relay's first publish made the default
+// subscription (a reserve), a consumer group with -kafka-consumer-groups,
+// else a share group, and a consumer of the other mode is refused it.
 func TestRelaysToKafka(t *testing.T) {
 	t.Setenv("NATS_URL", "nats://127.0.0.1:1") // not used: -kafka wins over the environment's NATS
+	t.Run("share groups", func(t *testing.T) { testRelaysToKafka(t, false) })
+	t.Run("consumer groups", func(t *testing.T) { testRelaysToKafka(t, true) })
+}
+
+func testRelaysToKafka(t *testing.T, groups bool) {
 	dsn, db := dbpubsubtest.NewStore(t)
 	brokers := kafkapubsubtest.Brokers(t)
 	prefix := kafkapubsubtest.Prefix(t, brokers)
@@ -91,10 +101,28 @@ func TestRelaysToKafka(t *testing.T) {
 	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(rctx, []string{"-dsn", dsn, "-kafka", strings.Join(brokers, ","), "-prefix", prefix, "-topic", "orders", "-to", "shipments"}, &out)
+		args := []string{"-dsn", dsn, "-kafka", strings.Join(brokers, ","), "-prefix", prefix, "-topic", "orders", "-to", "shipments"}
+		if groups {
+			args = append(args, "-kafka-consumer-groups")
+		}
+		done <- run(rctx, args, &out)
 	}()
+	for { // every message relayed (acked at the source once published)
+		st, err := admin.TopicStats(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Ready+st.Processing+st.Scheduled == 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run = %v before relaying every message; output:\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 
-	dst, err := kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: prefix})
+	dst, err := kafkapubsub.New(kafkapubsub.Options{Brokers: brokers, Prefix: prefix, ConsumerGroups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +164,7 @@ func TestUsage(t *testing.T) {
 		{"no DSN", []string{"-topic", "t", "-dsn", "", "-nats", "nats://x"}, "no DSN"},
 		{"no NATS", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", ""}, "no NATS server"},
 		{"NATS and Kafka", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "-kafka", "127.0.0.1:9092"}, "not both"},
+		{"consumer groups without Kafka", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "-kafka-consumer-groups"}, "pass -kafka"},
 		{"an argument", []string{"-topic", "t", "-dsn", "postgres://x", "-nats", "nats://x", "extra"}, "unexpected arguments"},
 		{"an unknown flag", []string{"-nope"}, "flag provided but not defined"},
 	} {
