@@ -58,7 +58,6 @@ type plainCase struct {
 // nothing lost or corrupted. The message, topic, data and event cases run
 // on both backends.
 func TestBadInput(t *testing.T) {
-	t.Parallel()
 	cases := 0
 	for _, b := range backends {
 		for _, c := range backendCases() {

@@ -28,7 +28,6 @@ const (
 // message whose enqueue reported failure; every enqueue that succeeded is
 // there exactly once. (400 calls per backend, half of them batches of 10.)
 func TestProducerCancellation(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -210,7 +209,6 @@ func callTime(t *testing.T, ctx context.Context, tp pubsub.Topic) time.Duration 
 // alone (not sent), its message must not be committed; if nil, it must be
 // stored once.
 func TestEnqueueCanceledMidStatement(t *testing.T) {
-	t.Parallel()
 	_, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -275,7 +273,6 @@ func TestEnqueueCanceledMidStatement(t *testing.T) {
 // (which can then be acked again). A trigger slows the acking UPDATE to
 // 300 ms; the ctx ends after 100 ms.
 func TestAckCanceledMidStatement(t *testing.T) {
-	t.Parallel()
 	_, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -324,7 +321,6 @@ func TestAckCanceledMidStatement(t *testing.T) {
 // row lost by a canceled Dequeue would come back only after its lease, as a
 // second delivery).
 func TestConsumerCancellation(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		const n = 2000
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -377,7 +373,6 @@ func TestConsumerCancellation(t *testing.T) {
 // batch). A second batch waiting behind the first one and giving up adds
 // nothing.
 func TestBatchAllOrNoneOnFullTopic(t *testing.T) {
-	t.Parallel()
 	ps, err := channelpubsub.NewWithOptions(channelpubsub.Options{Capacity: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +420,6 @@ func TestBatchAllOrNoneOnFullTopic(t *testing.T) {
 // can commit. A trigger makes the INSERT take 2 s; the ctx ends after
 // 100 ms.
 func TestEnqueueInTxCanceledMidStatement(t *testing.T) {
-	t.Parallel()
 	_, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

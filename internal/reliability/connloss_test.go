@@ -41,10 +41,7 @@ func withAppName(t testing.TB, dsn, name string) string {
 // again. Consumers reconnect, polling covers the gap, nothing is lost, and
 // afterwards the listener is back: a message enqueued by another process
 // wakes an idle consumer long before its poll would.
-func TestConnectionLoss(t *testing.T) {
-	t.Parallel()
-	eachAckMode(t, testConnectionLoss)
-}
+func TestConnectionLoss(t *testing.T) { eachAckMode(t, testConnectionLoss) }
 
 func testConnectionLoss(t *testing.T, mode ackMode) {
 	dsn, db := newStore(t)
@@ -178,10 +175,6 @@ const (
 // its lease holds: at most 1% of the messages may be handled (delivered
 // to a handler and acked) twice.
 func TestAckStorm(t *testing.T) {
-	// Not parallel: the storm goes on until every message is acked, and a
-	// message whose give-back a kill cut off comes back only by a rescue,
-	// whose statement the storm kills too when a loaded machine makes it
-	// slower than a round (it then ran out of its 5 minutes).
 	dsn, db := newStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -35,10 +35,7 @@ const (
 // their lease runs out. With Options.ConfirmAck none is acked twice; by
 // default the acks a killed process had queued are lost, and their
 // messages come back too (counted as duplicates).
-func TestConsumerCrash(t *testing.T) {
-	t.Parallel()
-	eachAckMode(t, testConsumerCrash)
-}
+func TestConsumerCrash(t *testing.T) { eachAckMode(t, testConsumerCrash) }
 
 func testConsumerCrash(t *testing.T, mode ackMode) {
 	dsn, db := newStore(t)

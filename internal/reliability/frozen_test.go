@@ -22,7 +22,6 @@ import (
 // pubsub.ErrClosed. (The watchdog, a minute, only tells a hang from an
 // answer: StatementTimeout is ten.)
 func TestCloseOnFrozenServer(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		opts  dbpubsub.Options
@@ -84,7 +83,6 @@ func TestCloseOnFrozenServer(t *testing.T) {
 // never answered has an unknown outcome, and the call says so rather than
 // await it. (The watchdog, a minute, only tells a hang from an answer.)
 func TestSettleOnFrozenServer(t *testing.T) {
-	t.Parallel()
 	dsn, _ := newStore(t)
 	px := faultproxy.Start(t, serverOf(t, dsn))
 	db := openDB(t, px.DSN(dsn))
@@ -145,7 +143,6 @@ func TestSettleOnFrozenServer(t *testing.T) {
 // and never answered. (The watchdog, a minute, only tells a hang from an
 // answer.)
 func TestEnqueueOnFrozenServer(t *testing.T) {
-	t.Parallel()
 	dsn, _ := newStore(t)
 	px := faultproxy.Start(t, serverOf(t, dsn))
 	db := openDB(t, px.DSN(dsn))

@@ -36,7 +36,6 @@ func natsStore(t testing.TB, url string, c config) store {
 // package pubsub's sentinel errors, matched with errors.Is, and loses
 // nothing.
 func TestNatsBadInput(t *testing.T) {
-	t.Parallel()
 	url := natstest.URL(t)
 	for _, c := range backendCases() {
 		if why, ok := natsLacks[c.name]; ok {

@@ -28,7 +28,6 @@ func natsHostPort(url string) string { return strings.TrimPrefix(url, "nats://")
 // each bounded by its ctx, within a bound far below nats.go's default
 // stale-connection detection (4 to 6 minutes).
 func TestNatsSilentConnection(t *testing.T) {
-	t.Parallel()
 	srv := startNatsServer(t, 0)
 	const requestTimeout = 500 * time.Millisecond
 	cases := []struct {

@@ -34,7 +34,6 @@ const (
 // NATS does not fence a late Ack (natspubsub's doc.go), so a message acked
 // twice is counted, not failed.
 func TestNatsConsumerCrash(t *testing.T) {
-	t.Parallel()
 	url := natstest.URL(t)
 	prefix := natstest.Prefix(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)

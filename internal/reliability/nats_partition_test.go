@@ -20,7 +20,6 @@ import (
 // (ctx's own once the deadline passed); once the network is back, Enqueue
 // works again.
 func TestNatsEnqueueDeadlineOnPartition(t *testing.T) {
-	t.Parallel()
 	const (
 		producers = 8
 		perProd   = 4

@@ -59,7 +59,6 @@ func bounded(parent context.Context, what string, call func(ctx context.Context)
 // conveyor's topics have limits retention for that reason
 // (docs/natspubsub.md), and this test lost messages when they had not.
 func TestNatsServerRestart(t *testing.T) {
-	t.Parallel()
 	srv := startNatsServer(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()

@@ -29,7 +29,6 @@ const (
 // one process at a time, and no Ack is lost or doubled), every process
 // takes part, and the subscription is left empty.
 func TestNatsSharedSubscription(t *testing.T) {
-	t.Parallel()
 	url := natstest.URL(t)
 	prefix := natstest.Prefix(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)

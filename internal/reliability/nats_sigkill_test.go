@@ -23,7 +23,6 @@ import (
 // message whose Reject returned nil before the kill is delivered after the
 // restart, and every message ends dead.
 func TestNatsKilledServerNeverDeliversTheDead(t *testing.T) {
-	t.Parallel()
 	const n, killAfter, workers = 3000, 600, 8
 	srv := startNatsServer(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*patience)

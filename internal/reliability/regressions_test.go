@@ -13,7 +13,6 @@ import (
 // left partial batches, and then, once all or none, let a later Enqueue of
 // the same producer overtake the part of a batch waiting for room.
 func TestBatchThenEnqueueKeepsOrder(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -24,10 +24,7 @@ const (
 // Producers get errors, which are not the contract's sentinels (nothing is
 // wrong with their call) and succeed when retried; consumers recover by
 // themselves; nothing is lost.
-func TestDatabaseRestart(t *testing.T) {
-	t.Parallel()
-	eachAckMode(t, testDatabaseRestart)
-}
+func TestDatabaseRestart(t *testing.T) { eachAckMode(t, testDatabaseRestart) }
 
 func testDatabaseRestart(t *testing.T, mode ackMode) {
 	c := startCluster(t)

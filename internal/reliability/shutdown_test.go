@@ -34,7 +34,6 @@ const shutdownEvents = 1000
 // the events that do not finish within the drain are failed, none is lost,
 // and a new Service (the restarted app) handles all of them.
 func TestShutdownUnderLoad(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
@@ -183,7 +182,6 @@ func TestShutdownUnderLoad(t *testing.T) {
 // deliveries come back to the next process when their lease runs out, and
 // the late settles of the closed process change nothing. 200 messages.
 func TestCloseWithDeliveriesInHand(t *testing.T) {
-	t.Parallel()
 	const (
 		n     = 200
 		held  = 20

@@ -21,10 +21,7 @@ const silentTopic = "silent-connections"
 // the stalled ones fail, their connections are discarded, the failure is
 // logged, and consumption resumes on fresh connections: every message
 // enqueued after the silence is delivered and acked.
-func TestSilentConnections(t *testing.T) {
-	t.Parallel()
-	eachAckMode(t, testSilentConnections)
-}
+func TestSilentConnections(t *testing.T) { eachAckMode(t, testSilentConnections) }
 
 func testSilentConnections(t *testing.T, mode ackMode) {
 	dsn, db := newStore(t)

@@ -21,7 +21,6 @@ const staleMessages = 20
 // acks the message for good. 20 messages prove the point: each has one
 // stale delivery and one current one.
 func TestStaleSettle(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		const lease = time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -112,7 +111,6 @@ func TestStaleSettle(t *testing.T) {
 // messages, each nacked on its first delivery; those whose number ends in 0
 // always fail and die after 3 attempts. Acked + dead = enqueued.
 func TestNackAccounting(t *testing.T) {
-	t.Parallel()
 	eachBackend(t, func(t *testing.T, b backend) {
 		const n = 500
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
