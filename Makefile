@@ -9,8 +9,12 @@ BACKEND ?= mem
 # module, so the recipes name each module's ./dir/... (one go command for
 # all: its packages build and test in parallel). bench and interop run
 # apart (bench without -race, interop against the CloudEvents SDK).
-SUBMODULES := internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor internal/reliability relay/natstests relay/kafkatests relay/cmd template cmd
-PATTERNS   := ./... $(addsuffix /...,$(addprefix ./,$(SUBMODULES)))
+# internal/reliability comes first: its tests run one after another (they
+# time leases and storms, which a machine loaded by more of them at once
+# stretches), the longest package, so go test starts it first and runs the
+# others beside it.
+SUBMODULES := internal/reliability internal/natstest natspubsub kafkapubsub sqlitepubsub otelconveyor relay/natstests relay/kafkatests relay/cmd template cmd
+PATTERNS   := $(addsuffix /...,$(addprefix ./,$(SUBMODULES))) ./...
 
 .PHONY: run test packages lint fmt-check vet tidy-check base-deps bench bench-nats bench-kafka bench-micro fuzz check-go
 
