@@ -91,8 +91,34 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 func (s *store) produce(ctx context.Context, r *kgo.Record) error {
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	if err := s.cl.ProduceSync(rctx, r).FirstErr(); err != nil {
+	if err := produceSync(rctx, s.cl, r); err != nil {
 		return s.fail(ctx, "producing to "+r.Topic, err)
+	}
+	return nil
+}
+
+// produceSync produces rs with cl and returns once the cluster
+// acknowledged them, or ctx ended. Not kgo's ProduceSync: franz-go fails a
+// buffered record when its ctx ends only while that is safe for the
+// idempotent producer's sequence numbers, and not while no broker of its
+// partition can be reached, so ProduceSync waits for the cluster however
+// long it is down. A record given up on stays buffered, and may yet be
+// appended when the cluster is back: the caller's error does not say it
+// was not (at least once).
+func produceSync(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) error {
+	done := make(chan error, len(rs))
+	for _, r := range rs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	}
+	for range rs {
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
