@@ -29,10 +29,18 @@ type member struct {
 }
 
 // newMember makes a member of a consumer group with opts (which name the
-// group), after the store's client options.
+// group), after the store's client options: its session timeout is
+// Options.SessionTimeout.
 func (o resolved) newMember(opts ...kgo.Opt) (member, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cl, err := kgo.NewClient(o.clientOpts(append([]kgo.Opt{kgo.WithContext(ctx)}, opts...)...)...)
+	cl, err := kgo.NewClient(o.clientOpts(append([]kgo.Opt{
+		kgo.WithContext(ctx),
+		// A member that stops heartbeating (its process killed) loses
+		// its partitions after SessionTimeout; it heartbeats at a third
+		// of it, at most every 3 s (franz-go's default).
+		kgo.SessionTimeout(o.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, o.SessionTimeout/3)),
+	}, opts...)...)...)
 	if err != nil {
 		cancel()
 		return member{}, err

@@ -24,6 +24,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"negative request timeout", kafkapubsub.Options{Brokers: brokers, RequestTimeout: -1}, "RequestTimeout"},
 		{"negative partitions", kafkapubsub.Options{Brokers: brokers, Partitions: -1}, "Partitions"},
 		{"delivery limit of one", kafkapubsub.Options{Brokers: brokers, DeliveryLimit: 1}, "DeliveryLimit"},
+		{"negative session timeout", kafkapubsub.Options{Brokers: brokers, SessionTimeout: -time.Second}, "SessionTimeout"},
 		{"prefix with a dot", kafkapubsub.Options{Brokers: brokers, Prefix: "a.b"}, "Prefix"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
