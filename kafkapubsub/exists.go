@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // HasTopic reports whether topic has its log on the cluster under this
@@ -17,9 +19,13 @@ import (
 // checks a topic with it before acting: every other call on a topic makes
 // its Kafka topics when missing. It asks with a client of its own: a
 // client keeps the metadata it was answered for a while, and the PubSub's
-// would then not see the topic made just after.
+// would then not see the topic made just after. After Close it returns an
+// error wrapping pubsub.ErrClosed.
 func (ps *PubSub) HasTopic(ctx context.Context, topic string) (bool, error) {
 	s := ps.s
+	if s.ctx.Err() != nil {
+		return false, fmt.Errorf("kafkapubsub: looking up the log of topic %q: %w", topic, pubsub.ErrClosed)
+	}
 	name := topicNames(s.opts.Prefix, topic).log
 	cl, err := kgo.NewClient(s.opts.clientOpts()...)
 	if err != nil {

@@ -122,6 +122,9 @@ func (s *store) goBackground(f func()) bool {
 // request returns ctx bounded by Options.RequestTimeout and by Close.
 func (s *store) request(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	if s.ctx.Err() != nil {
+		cancel() // closed: AfterFunc would cancel only in a while, from a goroutine of its own
+	}
 	stop := context.AfterFunc(s.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
