@@ -184,6 +184,31 @@ func (s *store) createTopic(ctx context.Context, name string, partitions int32, 
 	return nil
 }
 
+// maxMessageBytes returns the max.message.bytes of Kafka topic name, 0
+// when the cluster does not say.
+func (s *store) maxMessageBytes(ctx context.Context, name string) (int, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	configs, err := s.adm.DescribeTopicConfigs(rctx, name)
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = configs.On(name, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return 0, s.fail(ctx, "reading the configuration of Kafka topic "+name, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "max.message.bytes" && c.Value != nil {
+			n, _ := strconv.Atoi(*c.Value)
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
 // readLog returns the records of partition 0 of topic from its start to
 // its last stable offset as of now, none when topic does not exist.
 // Records of committed transactions are read, their markers not

@@ -26,6 +26,7 @@ type topicState struct {
 
 	mu          sync.Mutex
 	ready       bool // its log and registry were made
+	maxBytes    int  // the log's max.message.bytes, once ready
 	publishable bool // it was seen with a subscription (ensurePublishable)
 	moving      bool // this store runs its mover (delay.go)
 	starting    bool // startMoverAsync was called
@@ -38,7 +39,8 @@ var _ driver.Topic = (*topicState)(nil)
 func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
 
 // ensure makes the topic's log and its registry (compacted), once per
-// store.
+// store, and reads the log's max.message.bytes: the log may have been made
+// by the operator, or by a PubSub with a smaller Options.MaxDataSize.
 func (st *topicState) ensure(ctx context.Context) error {
 	st.mu.Lock()
 	ready := st.ready
@@ -53,9 +55,35 @@ func (st *topicState) ensure(ctx context.Context) error {
 	if err := s.createTopic(ctx, st.n.registry, 1, true); err != nil {
 		return err
 	}
+	maxBytes, err := s.maxMessageBytes(ctx, st.n.log)
+	if err != nil {
+		return err
+	}
 	st.mu.Lock()
-	st.ready = true
+	st.ready, st.maxBytes = true, maxBytes
 	st.mu.Unlock()
+	return nil
+}
+
+// recordOverhead is what a record of the log takes besides its data and
+// its header's keys and values: conveyor's own headers, and Kafka's
+// framing of the record and of its batch (with room to spare).
+const recordOverhead = 512
+
+// fits returns nil when a record of data and h fits the log's
+// max.message.bytes, else an error wrapping pubsub.ErrTooLarge naming it.
+// It counts the bytes before compression: a record the cluster would take
+// once compressed may be refused. A delayed message is checked at its
+// enqueue: when due, the mover could only fail to publish it.
+func (st *topicState) fits(data []byte, h pubsub.Header) error {
+	st.mu.Lock()
+	limit := st.maxBytes
+	st.mu.Unlock()
+	n := len(data) + logstore.UserSize(h) + recordOverhead
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w: %d bytes of data and header (and %d of the record's framing) are over the %d of Kafka topic %s's max.message.bytes",
+			pubsub.ErrTooLarge, n-recordOverhead, recordOverhead, limit, st.n.log)
+	}
 	return nil
 }
 
@@ -68,6 +96,9 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 			pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
 	}
 	if err := st.ensure(ctx); err != nil {
+		return false, err
+	}
+	if err := st.fits(m.Data, m.Header); err != nil {
 		return false, err
 	}
 	if err := st.ensurePublishable(ctx); err != nil {
