@@ -49,17 +49,24 @@ type faultCluster struct {
 
 	mu    sync.Mutex
 	c     *kfake.Cluster
-	conns map[string][]net.Conn // accepted by the listener of each host:port
+	ports map[string]*port // by host:port
 }
 
 // newFaultCluster starts a cluster for t alone, closed when t ends.
 func newFaultCluster(t *testing.T) *faultCluster {
-	fc := &faultCluster{t: t, dir: t.TempDir(), addrs: map[int32]string{}, conns: map[string][]net.Conn{}}
+	fc := &faultCluster{t: t, dir: t.TempDir(), addrs: map[int32]string{}, ports: map[string]*port{}}
 	c := fc.start(nil)
 	for i, a := range c.ListenAddrs() {
 		fc.addrs[int32(i)] = a // kfake numbers its brokers in order
 	}
-	t.Cleanup(func() { fc.cluster().Close() })
+	t.Cleanup(func() {
+		fc.cluster().Close()
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		for _, p := range fc.ports {
+			_ = p.ln.Close()
+		}
+	})
 	return fc
 }
 
@@ -83,31 +90,113 @@ func (fc *faultCluster) start(ports []int) *kfake.Cluster {
 	return c
 }
 
-// listen is the cluster's ListenFn: it keeps each connection a broker
-// accepts, for stopBroker.
-func (fc *faultCluster) listen(network, address string) (net.Listener, error) {
-	ln, err := net.Listen(network, address)
-	if err != nil {
-		return nil, err
-	}
-	return keeper{Listener: ln, fc: fc}, nil
+// A broker's port stays bound while the broker is down: else another
+// socket of the machine (an outgoing connection's ephemeral port) could
+// take it before the broker starts again on it. A connection made to it
+// meanwhile is closed at once.
+
+// port is a broker's listening socket, for the test's whole run.
+type port struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	owner *keeper // the broker listening on it; nil while it is down
 }
 
-// keeper is a broker's listener that keeps the connections it accepts.
+// serve hands each connection the port accepts to its broker, or closes
+// it, until the port is closed.
+func (p *port) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		k := p.owner
+		p.mu.Unlock()
+		if k == nil || !k.hand(c) {
+			_ = c.Close()
+		}
+	}
+}
+
+// keeper is the listener kfake has of a broker on a port: it gets the
+// port's connections while the broker runs, and closes them all when
+// kfake closes it (the broker stopped).
 type keeper struct {
-	net.Listener
-	fc *faultCluster
+	p      *port
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+
+	mu       sync.Mutex
+	accepted []net.Conn
 }
 
-func (k keeper) Accept() (net.Conn, error) {
-	c, err := k.Listener.Accept()
-	if err == nil {
-		k.fc.mu.Lock()
-		k.fc.conns[k.Addr().String()] = append(k.fc.conns[k.Addr().String()], c)
-		k.fc.mu.Unlock()
+// listen is the cluster's ListenFn: a broker's keeper on the port of
+// address, bound now or kept from the broker's last run.
+func (fc *faultCluster) listen(network, address string) (net.Listener, error) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	p := fc.ports[address]
+	if p == nil {
+		ln, err := net.Listen(network, address)
+		if err != nil {
+			return nil, err
+		}
+		p = &port{ln: ln}
+		fc.ports[ln.Addr().String()] = p
+		go p.serve()
 	}
-	return c, err
+	k := &keeper{p: p, conns: make(chan net.Conn), closed: make(chan struct{})}
+	p.mu.Lock()
+	p.owner = k
+	p.mu.Unlock()
+	return k, nil
 }
+
+// hand gives c to the broker; false when it stopped.
+func (k *keeper) hand(c net.Conn) bool {
+	select {
+	case k.conns <- c:
+		k.mu.Lock()
+		k.accepted = append(k.accepted, c)
+		k.mu.Unlock()
+		return true
+	case <-k.closed:
+		return false
+	}
+}
+
+func (k *keeper) Accept() (net.Conn, error) {
+	select {
+	case c := <-k.conns:
+		return c, nil
+	case <-k.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops the broker's listening, and closes every connection it
+// accepted, as a broker that stops does; the port stays bound.
+func (k *keeper) Close() error {
+	k.once.Do(func() {
+		close(k.closed)
+		k.p.mu.Lock()
+		if k.p.owner == k {
+			k.p.owner = nil
+		}
+		k.p.mu.Unlock()
+		k.mu.Lock()
+		for _, c := range k.accepted {
+			_ = c.Close()
+		}
+		k.accepted = nil
+		k.mu.Unlock()
+	})
+	return nil
+}
+
+func (k *keeper) Addr() net.Addr { return k.p.ln.Addr() }
 
 func (fc *faultCluster) cluster() *kfake.Cluster {
 	fc.mu.Lock()
@@ -125,25 +214,20 @@ func (fc *faultCluster) brokers() []string {
 }
 
 // stopBroker stops broker node as a process that stops would: the cluster
-// moves its partitions' leadership and its groups to the others, and its
-// listener and every connection it accepted are closed. The returned
-// function starts it again, with the same node ID and port.
+// moves its partitions' leadership and its groups to the others, and the
+// broker stops listening and closes every connection it accepted (its
+// keeper's Close). The returned function starts it again, with the same
+// node ID and port. (kfake's RemoveNode alone closes only the listener: a
+// connection to the broker's former incarnation would be answered
+// NOT_LEADER_FOR_PARTITION forever.)
 func (fc *faultCluster) stopBroker(node int32) (restart func()) {
 	t := fc.t
 	c := fc.cluster()
-	if err := c.RemoveNode(node); err != nil { // closes its listener
+	if err := c.RemoveNode(node); err != nil {
 		t.Fatalf("stopping broker %d: %v", node, err)
 	}
-	addr := fc.addrs[node]
-	fc.mu.Lock()
-	conns := fc.conns[addr]
-	delete(fc.conns, addr)
-	fc.mu.Unlock()
-	for _, conn := range conns {
-		_ = conn.Close()
-	}
 	return func() {
-		_, port, _ := net.SplitHostPort(addr)
+		_, port, _ := net.SplitHostPort(fc.addrs[node])
 		p, _ := strconv.Atoi(port)
 		if _, _, err := c.AddNode(node, p); err != nil {
 			t.Fatalf("starting broker %d again on port %d: %v", node, p, err)
@@ -151,13 +235,11 @@ func (fc *faultCluster) stopBroker(node int32) (restart func()) {
 	}
 }
 
-// stopAll stops the whole cluster (it saves its state to its DataDir). The
-// returned function starts it again on the same ports and DataDir.
+// stopAll stops the whole cluster (it saves its state to its DataDir, and
+// closes every connection). The returned function starts it again on the
+// same ports and DataDir.
 func (fc *faultCluster) stopAll() (restart func()) {
-	fc.cluster().Close() // and every connection
-	fc.mu.Lock()
-	clear(fc.conns)
-	fc.mu.Unlock()
+	fc.cluster().Close()
 	return func() {
 		var ports []int
 		for _, a := range fc.brokers() {
