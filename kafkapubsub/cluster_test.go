@@ -41,12 +41,21 @@ func ownCluster(t testing.TB, configs map[string]string, opts ...kfake.Opt) *kfa
 // there is not exactly one.
 func groupOf(t testing.TB, ctx context.Context, adm *kadm.Client, prefix, kind string) string {
 	t.Helper()
+	g, err := findGroup(ctx, adm, prefix, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// findGroup returns the name of the one group under prefix of kind.
+func findGroup(ctx context.Context, adm *kadm.Client, prefix, kind string) (string, error) {
 	listed, err := adm.ListGroups(ctx)
 	if kind == "g" {
 		listed, err = adm.ListGroupsByType(ctx, []string{"share"})
 	}
 	if err != nil {
-		t.Fatalf("listing the groups: %v", err)
+		return "", fmt.Errorf("listing the groups: %w", err)
 	}
 	var mine []string
 	for _, g := range listed.Groups() {
@@ -55,9 +64,59 @@ func groupOf(t testing.TB, ctx context.Context, adm *kadm.Client, prefix, kind s
 		}
 	}
 	if len(mine) != 1 {
-		t.Fatalf("groups %s.%s.*: %v, want one", prefix, kind, mine)
+		return "", fmt.Errorf("groups %s.%s.*: %v, want one", prefix, kind, mine)
 	}
-	return mine[0]
+	return mine[0], nil
+}
+
+// describeGroup says, for a failure's message, what the cluster says of
+// the group of the one subscription under prefix: its state, and each
+// member's host and assignment.
+func describeGroup(brokers []string, prefix string, groups bool) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	kind := "g"
+	if groups {
+		kind = "c"
+	}
+	g, err := findGroup(ctx, adm, prefix, kind)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	if groups {
+		described, err := adm.DescribeGroups(ctx, g)
+		if err != nil {
+			return err.Error()
+		}
+		d := described[g]
+		fmt.Fprintf(&b, "group %s: %s, %d members", g, d.State, len(d.Members))
+		for _, m := range d.Members {
+			fmt.Fprintf(&b, "; %s:", m.ClientHost)
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range a.Topics {
+					fmt.Fprintf(&b, " %s%v", t.Topic, t.Partitions)
+				}
+			}
+		}
+		return b.String()
+	}
+	described, err := adm.DescribeShareGroups(ctx, g)
+	if err != nil {
+		return err.Error()
+	}
+	d := described[g]
+	fmt.Fprintf(&b, "share group %s: %s, %d members", g, d.GroupState, len(d.Members))
+	for _, m := range d.Members {
+		fmt.Fprintf(&b, "; %s: %v", m.ClientHost, m.Assignment)
+	}
+	return b.String()
 }
 
 // drained reports, from the cluster, whether the group of the one

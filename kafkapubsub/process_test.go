@@ -128,6 +128,9 @@ type fleet struct {
 	t      *testing.T
 	cfg    childConfig
 	stderr syncbuf.Buffer // every child's
+	// explain, when set, says more when a wait fails (the group, as the
+	// cluster describes it).
+	explain func() string
 
 	mu      sync.Mutex
 	procs   []*proc
@@ -295,7 +298,11 @@ func (f *fleet) waitFor(ctx context.Context, what string, cond func() bool) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			f.t.Fatalf("waiting for %s: %v; %s; output:\n%s", what, ctx.Err(), f.summary(), f.stderr.Tail(4000))
+			more := ""
+			if f.explain != nil {
+				more = "; " + f.explain()
+			}
+			f.t.Fatalf("waiting for %s: %v; %s%s; output:\n%s", what, ctx.Err(), f.summary(), more, f.stderr.Tail(4000))
 		}
 	}
 }
@@ -433,6 +440,10 @@ const (
 	sharedMessages  = 400
 	// sharedLease is long enough that no delivery outlives it.
 	sharedLease = time.Minute
+	// sharedSession is the session timeout of the consumer-group
+	// processes, Kafka's least: each heartbeats every 2 s, and a
+	// rebalance waits for a heartbeat of each.
+	sharedSession = 6 * time.Second
 )
 
 // Three OS processes consume one named subscription together, with four
@@ -440,8 +451,8 @@ const (
 // is lost. Before the stream, messages are enqueued one at a time until
 // each process has acked one: in consumer-group mode, the group has then
 // been rebalanced onto all three (each holds partitions; a rebalance takes
-// a heartbeat of each member, 3 s by default), and the messages delivered
-// again by those rebalances are counted. In share-group
+// a heartbeat of each member), and the messages delivered again by those
+// rebalances are counted. In share-group
 // mode no message is acked twice and no Ack fails: the cluster hands each
 // record to one member at a time and an accepted one is not delivered
 // again.
@@ -451,7 +462,7 @@ func TestProcessesShareASubscription(t *testing.T) {
 			t.Parallel()
 			brokers := kafkapubsubtest.Brokers(t)
 			cfg := childConfig{Brokers: brokers, Prefix: kafkapubsubtest.Prefix(t, brokers), Topic: "jobs", Sub: "workers",
-				Groups: mode.groups, Workers: sharedWorkers, Lease: sharedLease}
+				Groups: mode.groups, Workers: sharedWorkers, Lease: sharedLease, SessionTimeout: sharedSession}
 			ctx, cancel := context.WithTimeout(context.Background(), 4*patience)
 			defer cancel()
 			opts := cfg.options()
@@ -463,6 +474,7 @@ func TestProcessesShareASubscription(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := newFleet(t, cfg)
+			f.explain = func() string { return describeGroup(brokers, cfg.Prefix, mode.groups) }
 			for range sharedProcesses {
 				f.start(ctx)
 			}
