@@ -185,7 +185,7 @@ func (l deadLog) RequeueRemove(ctx context.Context, r logstore.DeadRecord, key s
 	if err := cl.BeginTransaction(); err != nil {
 		return store.fail(ctx, "re-queueing a dead message", err)
 	}
-	err = cl.ProduceSync(rctx, requeued(n, r), tombstone(n, r.Pos)).FirstErr()
+	err = produceSync(rctx, cl, requeued(n, r), tombstone(n, r.Pos))
 	if err != nil {
 		_ = cl.EndTransaction(rctx, kgo.TryAbort)
 	} else {

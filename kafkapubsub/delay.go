@@ -93,20 +93,20 @@ func (st *topicState) startMover(ctx context.Context) error {
 		return nil
 	}
 	mv := &mover{st: st, done: map[int64]bool{}, next: -1}
-	cl, err := kgo.NewClient(st.s.opts.clientOpts(
+	mb, err := st.s.opts.newMember(
 		kgo.ConsumerGroup(st.n.moverGroup()),
 		kgo.ConsumeTopics(st.n.delayLog()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { mv.reset() }),
 		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) { mv.reset() }),
-	)...)
+	)
 	if err != nil {
 		return st.s.fail(ctx, "starting the mover of "+st.name, err)
 	}
-	mv.cl = cl
+	mv.mb, mv.cl = mb, mb.cl
 	if !st.s.goBackground(mv.run) {
-		cl.Close()
+		mb.close()
 		return pubsub.ErrClosed
 	}
 	st.moving = true
@@ -116,7 +116,8 @@ func (st *topicState) startMover(ctx context.Context) error {
 // mover publishes a topic's delayed messages when due.
 type mover struct {
 	st *topicState
-	cl *kgo.Client
+	mb member
+	cl *kgo.Client // mb's
 
 	mu      sync.Mutex
 	waiting waitHeap       // read, not due yet
@@ -133,7 +134,7 @@ func (mv *mover) reset() {
 
 // run moves until the store closes.
 func (mv *mover) run() {
-	defer mv.cl.Close()
+	defer mv.mb.close()
 	s := mv.st.s
 	logstore.RunMover(s.ctx, mv.once, func(error) time.Duration { return retryWait }, func(err error) bool {
 		s.opts.Logger.Warn("kafkapubsub: moving delayed messages failed; retrying", "topic", mv.st.name, "error", err)

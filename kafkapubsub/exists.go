@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/conveyorgo/conveyor/pubsub"
 )
 
 // HasTopic reports whether topic has its log on the cluster under this
@@ -17,7 +19,12 @@ import (
 // an operator's tool checks a topic with it before acting: every other
 // call on a topic makes its Kafka topics when missing (unless
 // Options.Bind).
+//
+// After Close it returns an error wrapping pubsub.ErrClosed.
 func (ps *PubSub) HasTopic(ctx context.Context, topic string) (bool, error) {
+	if ps.s.ctx.Err() != nil {
+		return false, fmt.Errorf("kafkapubsub: looking up the log of topic %q: %w", topic, pubsub.ErrClosed)
+	}
 	name := topicNames(ps.s.opts.Prefix, topic).log
 	found, err := ps.s.describe(ctx, "looking up the log of topic "+topic, name)
 	if err != nil {

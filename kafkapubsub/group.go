@@ -59,7 +59,8 @@ type reader struct {
 	s  *subState
 	d  subDesc
 	n  subNames
-	cl *kgo.Client
+	mb member
+	cl *kgo.Client // mb's
 	tr *tracker
 
 	ready  chan fetched    // due, for Receive
@@ -110,7 +111,7 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 	g := &reader{s: s, d: d, n: s.st.n.sub(s.name, d.Gen), tr: newTracker(),
 		ready: make(chan fetched, readyRoom), kick: make(chan struct{}, 1), gone: make(chan struct{})}
 	g.ctx, g.cancel = context.WithCancel(store.ctx)
-	cl, err := kgo.NewClient(store.opts.clientOpts(
+	mb, err := store.opts.newMember(
 		kgo.ConsumerGroup(g.n.cgroup),
 		kgo.ConsumeTopics(s.st.n.log, g.n.retry),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -125,12 +126,12 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 				g.tr.revoke(lost)
 			}
 		}),
-	)...)
+	)
 	if err != nil {
 		g.cancel()
 		return nil, fmt.Errorf("making a member of consumer group %s: %w", g.n.cgroup, err)
 	}
-	g.cl = cl
+	g.mb, g.cl = mb, mb.cl
 	s.mu.Lock()
 	if s.closed || s.g != nil || !s.have || s.d.Gen != d.Gen {
 		// Closed, another Receive's reader won, or the generation
@@ -138,7 +139,7 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		closed := s.closed
 		s.mu.Unlock()
 		g.cancel()
-		cl.Close()
+		mb.close()
 		if closed {
 			return nil, pubsub.ErrClosed
 		}
@@ -176,7 +177,7 @@ func (g *reader) close() {
 			g.s.st.s.opts.Logger.Warn("kafkapubsub: committing a consumer group's offsets at close failed",
 				"topic", g.s.st.name, "subscription", g.s.name, "error", err)
 		}
-		g.cl.Close() // leaves the group; its last revoke commits nothing new
+		g.mb.close() // leaves the group; its last revoke commits nothing new
 		g.tr.revoke(nil)
 	})
 }

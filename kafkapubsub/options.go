@@ -37,6 +37,9 @@ const (
 	// DefaultRecordLock is Kafka's default share-group record lock
 	// (group.share.record.lock.duration.ms).
 	DefaultRecordLock = 30 * time.Second
+	// DefaultSessionTimeout is the session timeout of a consumer group's
+	// member, franz-go's and Kafka's consumers' default.
+	DefaultSessionTimeout = 45 * time.Second
 	// headerRoom is the part of a record kept for the headers conveyor
 	// adds (its ID, and a dead message's attempts and last error); a
 	// caller's pubsub.Header counts toward Options.MaxDataSize.
@@ -97,6 +100,14 @@ type Options struct {
 	// A subscription made in one mode is refused to a PubSub of the
 	// other (ErrInvalidConfig).
 	ConsumerGroups bool
+	// SessionTimeout is how long the cluster waits for a process that
+	// stopped without leaving its consumer groups (killed, or cut off)
+	// before their partitions go to the other processes: in
+	// consumer-group mode those of a subscription, and in both modes
+	// that of a topic's delayed messages (delay.go). The cluster bounds
+	// it (group.min.session.timeout.ms, 6 s by default on Kafka). 0
+	// means DefaultSessionTimeout.
+	SessionTimeout time.Duration
 	// OnFailure hears of each failure nobody returns (pubsub.Failure).
 	OnFailure func(pubsub.Failure)
 	// Logger receives what no caller can be given. nil means
@@ -140,6 +151,8 @@ func (o Options) resolve() (resolved, error) {
 		return bad("DeliveryLimit is %d, want 0 (default) or 2 or more", o.DeliveryLimit)
 	case o.RecordLock < 0:
 		return bad("RecordLock is %v, want 0 (default) or more", o.RecordLock)
+	case o.SessionTimeout < 0:
+		return bad("SessionTimeout is %v, want 0 (default) or more", o.SessionTimeout)
 	case !validPrefix(o.Prefix):
 		return bad("Prefix is %q, want 1 to 32 ASCII letters, digits, '-' or '_'", o.Prefix)
 	}
@@ -157,6 +170,9 @@ func (o Options) resolve() (resolved, error) {
 	}
 	if o.RecordLock == 0 {
 		o.RecordLock = DefaultRecordLock
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	return resolved{o}, nil
 }

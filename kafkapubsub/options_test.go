@@ -24,7 +24,14 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"negative request timeout", kafkapubsub.Options{Brokers: brokers, RequestTimeout: -1}, "RequestTimeout"},
 		{"negative partitions", kafkapubsub.Options{Brokers: brokers, Partitions: -1}, "Partitions"},
 		{"delivery limit of one", kafkapubsub.Options{Brokers: brokers, DeliveryLimit: 1}, "DeliveryLimit"},
+		{"negative session timeout", kafkapubsub.Options{Brokers: brokers, SessionTimeout: -time.Second}, "SessionTimeout"},
 		{"prefix with a dot", kafkapubsub.Options{Brokers: brokers, Prefix: "a.b"}, "Prefix"},
+		// A prefix starts every Kafka name of the PubSub as it is: what
+		// Kafka refuses in a topic's or a group's name is refused.
+		{"prefix too long", kafkapubsub.Options{Brokers: brokers, Prefix: strings.Repeat("p", 33)}, "Prefix"},
+		{"prefix with a space", kafkapubsub.Options{Brokers: brokers, Prefix: "a b"}, "Prefix"},
+		{"prefix with a slash", kafkapubsub.Options{Brokers: brokers, Prefix: "a/b"}, "Prefix"},
+		{"prefix not ASCII", kafkapubsub.Options{Brokers: brokers, Prefix: "ü"}, "Prefix"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps, err := kafkapubsub.New(c.opts)

@@ -122,6 +122,9 @@ func (s *store) goBackground(f func()) bool {
 // request returns ctx bounded by Options.RequestTimeout and by Close.
 func (s *store) request(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	if s.ctx.Err() != nil {
+		cancel() // closed: AfterFunc would cancel only in a while, from a goroutine of its own
+	}
 	stop := context.AfterFunc(s.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
@@ -195,6 +198,31 @@ func (s *store) createTopic(ctx context.Context, k kafkaTopic) (existed bool, er
 		return false, s.fail(ctx, "creating Kafka topic "+k.name, err)
 	}
 	return false, nil
+}
+
+// maxMessageBytes returns the max.message.bytes of Kafka topic name, 0
+// when the cluster does not say.
+func (s *store) maxMessageBytes(ctx context.Context, name string) (int, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	configs, err := s.adm.DescribeTopicConfigs(rctx, name)
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = configs.On(name, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return 0, s.fail(ctx, "reading the configuration of Kafka topic "+name, err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "max.message.bytes" && c.Value != nil {
+			n, _ := strconv.Atoi(*c.Value)
+			return n, nil
+		}
+	}
+	return 0, nil
 }
 
 // readLog returns the records of partition 0 of topic from its start to

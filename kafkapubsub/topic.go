@@ -26,6 +26,7 @@ type topicState struct {
 
 	mu          sync.Mutex
 	ready       bool // its log and registry were made (or found, with Options.Bind)
+	maxBytes    int  // the log's max.message.bytes, once ready
 	publishable bool // it was seen with a subscription (ensurePublishable)
 	moving      bool // this store runs its mover (delay.go)
 	starting    bool // startMoverAsync was called
@@ -38,8 +39,10 @@ var _ driver.Topic = (*topicState)(nil)
 func (st *topicState) Subscription(name string) driver.Subscription { return st.sub(name) }
 
 // ensure makes the topic's log and its registry (compacted), once per
-// store; with Options.Bind it looks them and the delay log up instead
-// (provision.go), until found.
+// store, with Options.Bind looks them and the delay log up instead
+// (provision.go), until found; and reads the log's max.message.bytes: the
+// log may have been made by the operator, or by a PubSub with a smaller
+// Options.MaxDataSize.
 func (st *topicState) ensure(ctx context.Context) error {
 	st.mu.Lock()
 	ready := st.ready
@@ -59,9 +62,35 @@ func (st *topicState) ensure(ctx context.Context) error {
 			}
 		}
 	}
+	maxBytes, err := s.maxMessageBytes(ctx, st.n.log)
+	if err != nil {
+		return err
+	}
 	st.mu.Lock()
-	st.ready = true
+	st.ready, st.maxBytes = true, maxBytes
 	st.mu.Unlock()
+	return nil
+}
+
+// recordOverhead is what a record of the log takes besides its data and
+// its header's keys and values: conveyor's own headers, and Kafka's
+// framing of the record and of its batch (with room to spare).
+const recordOverhead = 512
+
+// fits returns nil when a record of data and h fits the log's
+// max.message.bytes, else an error wrapping pubsub.ErrTooLarge naming it.
+// It counts the bytes before compression: a record the cluster would take
+// once compressed may be refused. A delayed message is checked at its
+// enqueue: when due, the mover could only fail to publish it.
+func (st *topicState) fits(data []byte, h pubsub.Header) error {
+	st.mu.Lock()
+	limit := st.maxBytes
+	st.mu.Unlock()
+	n := len(data) + logstore.UserSize(h) + recordOverhead
+	if limit > 0 && n > limit {
+		return fmt.Errorf("%w: %d bytes of data and header (and %d of the record's framing) are over the %d of Kafka topic %s's max.message.bytes",
+			pubsub.ErrTooLarge, n-recordOverhead, recordOverhead, limit, st.n.log)
+	}
 	return nil
 }
 
@@ -74,6 +103,9 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 			pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
 	}
 	if err := st.ensure(ctx); err != nil {
+		return false, err
+	}
+	if err := st.fits(m.Data, m.Header); err != nil {
 		return false, err
 	}
 	if err := st.ensurePublishable(ctx); err != nil {
@@ -97,8 +129,34 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 func (s *store) produce(ctx context.Context, r *kgo.Record) error {
 	rctx, cancel := s.request(ctx)
 	defer cancel()
-	if err := s.cl.ProduceSync(rctx, r).FirstErr(); err != nil {
+	if err := produceSync(rctx, s.cl, r); err != nil {
 		return s.fail(ctx, "producing to "+r.Topic, err)
+	}
+	return nil
+}
+
+// produceSync produces rs with cl and returns once the cluster
+// acknowledged them, or ctx ended. Not kgo's ProduceSync: franz-go fails a
+// buffered record when its ctx ends only while that is safe for the
+// idempotent producer's sequence numbers, and not while no broker of its
+// partition can be reached, so ProduceSync waits for the cluster however
+// long it is down. A record given up on stays buffered, and may yet be
+// appended when the cluster is back: the caller's error does not say it
+// was not (at least once).
+func produceSync(ctx context.Context, cl *kgo.Client, rs ...*kgo.Record) error {
+	done := make(chan error, len(rs))
+	for _, r := range rs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	}
+	for range rs {
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return nil
 }
