@@ -106,16 +106,7 @@ func TestConsumerSIGKILL(t *testing.T) {
 			if len(held) == 0 || len(notBack) > 0 {
 				t.Errorf("the killed processes held %d deliveries; %d did not come back (%v): want some, and all back", len(held), len(notBack), notBack)
 			}
-			var twice []string
-			again := 0
-			for d, n := range f.acked {
-				if n > 1 {
-					twice = append(twice, d)
-				}
-			}
-			for _, n := range f.got {
-				again += n - 1
-			}
+			twice, again := f.repeats()
 			inDoubt := 0
 			for d := range f.doubt {
 				if f.acked[d] == 0 {

@@ -142,6 +142,20 @@ type fleet struct {
 	changed chan struct{} // closed and replaced at each line and exit
 }
 
+// repeats returns the payloads acked more than once and how many
+// deliveries were not a payload's first. Called with f.mu held.
+func (f *fleet) repeats() (ackedTwice []string, redelivered int) {
+	for d, n := range f.acked {
+		if n > 1 {
+			ackedTwice = append(ackedTwice, d)
+		}
+	}
+	for _, n := range f.got {
+		redelivered += n - 1
+	}
+	return ackedTwice, redelivered
+}
+
 // proc is one consumer process.
 type proc struct {
 	idx    int
@@ -525,16 +539,7 @@ func TestProcessesShareASubscription(t *testing.T) {
 
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			var twice []string
-			redelivered := 0
-			for d, n := range f.acked {
-				if n > 1 {
-					twice = append(twice, d)
-				}
-			}
-			for _, n := range f.got {
-				redelivered += n - 1
-			}
+			twice, redelivered := f.repeats()
 			stream := make([]int, len(f.procs))
 			for i, p := range f.procs {
 				stream[i] = p.acks - before[i]
