@@ -87,11 +87,7 @@ func notProvisioned(what, topic, sub string) error {
 // Provision of sub of topic makes. A one-partition topic with more is an
 // error wrapping ErrInvalidConfig: conveyor reads only its first.
 func (s *store) lookUp(ctx context.Context, of, topic, sub string, want []kafkaTopic) error {
-	names := make([]string, len(want))
-	for i, k := range want {
-		names[i] = k.name
-	}
-	found, err := s.describe(ctx, "looking up the Kafka topics of "+of, names...)
+	found, err := s.describe(ctx, "looking up the Kafka topics of "+of, nameList(want)...)
 	if err != nil {
 		return err
 	}
@@ -135,11 +131,7 @@ func (s *store) makeTopics(ctx context.Context, of string, want []kafkaTopic) er
 	if len(existed) == 0 {
 		return nil
 	}
-	names := make([]string, len(existed))
-	for i, k := range existed {
-		names[i] = k.name
-	}
-	found, err := s.describe(ctx, "looking up the Kafka topics of "+of, names...)
+	found, err := s.describe(ctx, "looking up the Kafka topics of "+of, nameList(existed)...)
 	if err != nil {
 		return err
 	}
@@ -215,4 +207,13 @@ func (ps *PubSub) Provision(ctx context.Context, topic string, subscriptions ...
 		}
 	}
 	return nil
+}
+
+// nameList returns the names of ks.
+func nameList(ks []kafkaTopic) []string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = k.name
+	}
+	return names
 }

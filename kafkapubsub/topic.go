@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,9 +25,12 @@ type topicState struct {
 
 	regMu sync.Mutex // serializes this process's writes of the registry
 
+	// maxBytes is the log's max.message.bytes, stored before ready is
+	// set, read by every publish without the lock.
+	maxBytes atomic.Int64
+
 	mu          sync.Mutex
 	ready       bool // its log and registry were made (or found, with Options.Bind)
-	maxBytes    int  // the log's max.message.bytes, once ready
 	publishable bool // it was seen with a subscription (ensurePublishable)
 	moving      bool // this store runs its mover (delay.go)
 	starting    bool // startMoverAsync was called
@@ -67,7 +71,8 @@ func (st *topicState) ensure(ctx context.Context) error {
 		return err
 	}
 	st.mu.Lock()
-	st.ready, st.maxBytes = true, maxBytes
+	st.maxBytes.Store(int64(maxBytes))
+	st.ready = true
 	st.mu.Unlock()
 	return nil
 }
@@ -83,9 +88,7 @@ const recordOverhead = 512
 // once compressed may be refused. A delayed message is checked at its
 // enqueue: when due, the mover could only fail to publish it.
 func (st *topicState) fits(data []byte, h pubsub.Header) error {
-	st.mu.Lock()
-	limit := st.maxBytes
-	st.mu.Unlock()
+	limit := int(st.maxBytes.Load())
 	n := len(data) + logstore.UserSize(h) + recordOverhead
 	if limit > 0 && n > limit {
 		return fmt.Errorf("%w: %d bytes of data and header (and %d of the record's framing) are over the %d of Kafka topic %s's max.message.bytes",
