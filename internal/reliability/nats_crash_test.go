@@ -82,10 +82,13 @@ func TestNatsConsumerCrash(t *testing.T) {
 		t.Errorf("%d unknown payloads acked", r.strangers)
 	}
 	// What the killed processes held, neither acked nor being acked, came
-	// back to the others as a later attempt.
-	back := cs.cameBack(held)
-	if len(held) == 0 || len(back) != len(held) {
-		t.Errorf("the killed processes held %d deliveries, %d came back after the lease: want all, and some", len(held), len(back))
+	// back to the others as a later attempt, unless another child had
+	// acked an earlier attempt of it late.
+	back, late := cs.cameBack(held)
+	if len(held) == 0 || len(back)+len(late) != len(held) {
+		t.Errorf("the killed processes held %d deliveries, %d came back after the lease and %d were acked late by another: want all, and some",
+			len(held), len(back), len(late))
+		t.Logf("what the children said about the payloads held:\n%s", cs.history(held))
 	}
 	st, err := admin.TopicStats(ctx, ps.Topic(natsCrashTopic))
 	if err != nil {
@@ -97,7 +100,7 @@ func TestNatsConsumerCrash(t *testing.T) {
 	result{
 		fault: "consumer crash (SIGKILL, NATS)", messages: natsCrashMessages, acked: natsCrashMessages - r.lost,
 		duplicates: r.redeliv,
-		note: fmt.Sprintf("%d kills and restarts, %d processes × %d workers, lease %v; the killed held %d deliveries, all came back; %d Acks under way at a kill (taken by the server, which holds nothing unacked); %d messages acked twice (NATS does not fence a late Ack)",
-			natsCrashKills, natsCrashProcesses, natsCrashWorkers, natsCrashLease, len(held), r.doubt, r.twice),
+		note: fmt.Sprintf("%d kills and restarts, %d processes × %d workers, lease %v; the killed held %d deliveries, %d came back (the others' earlier attempts were acked late); %d Acks under way at a kill (taken by the server, which holds nothing unacked); %d messages acked twice (NATS does not fence a late Ack)",
+			natsCrashKills, natsCrashProcesses, natsCrashWorkers, natsCrashLease, len(held), len(back), r.doubt, r.twice),
 	}.report(t)
 }

@@ -556,20 +556,52 @@ func (c *natsConsumers) tally(want [][]byte) tally {
 }
 
 // cameBack returns the deliveries of held that were delivered again, to
-// another child, as a later attempt.
-func (c *natsConsumers) cameBack(held []delivery) []delivery {
+// another child, as a later attempt; and those that needed not come back:
+// another child acked an earlier attempt of the message late, after its
+// lease ran out and this attempt was delivered (NATS takes a late Ack:
+// natspubsub's doc.go), with a confirmed Ack or one under way when it was
+// killed.
+func (c *natsConsumers) cameBack(held []delivery) (back, ackedLate []delivery) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var back []delivery
 	for _, h := range held {
+		late := false
 		for _, d := range c.lines {
-			if d.kind == "GOT" && d.payload == h.payload && d.proc != h.proc && d.attempt > h.attempt {
+			if d.payload != h.payload || d.proc == h.proc {
+				continue
+			}
+			if d.kind == "GOT" && d.attempt > h.attempt {
 				back = append(back, h)
+				late = false
 				break
 			}
+			if d.kind != "GOT" && d.attempt < h.attempt && (d.kind == "ACK" || c.killed[d.proc]) {
+				late = true
+			}
+		}
+		if late {
+			ackedLate = append(ackedLate, h)
 		}
 	}
-	return back
+	return back, ackedLate
+}
+
+// history returns, for failure messages, every line the children said
+// about the payloads of ds, in order.
+func (c *natsConsumers) history(ds []delivery) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	of := map[string]bool{}
+	for _, d := range ds {
+		of[d.payload] = true
+	}
+	var b strings.Builder
+	for _, d := range c.lines {
+		if of[d.payload] {
+			fmt.Fprintf(&b, "  child %d (killed %v): %s %d %s\n", d.proc, c.killed[d.proc], d.kind, d.attempt, d.payload)
+		}
+	}
+	return b.String()
 }
 
 // enqueueParallel enqueues data on tp with 8 goroutines.
