@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -176,6 +177,22 @@ func (s *subState) names(ctx context.Context) (subNames, error) {
 // maxAttempts is the subscription's MaxAttempts.
 func (s *subState) maxAttempts(d subDesc) int {
 	return s.st.s.configOf(d).Retry.WithDefaults().MaxAttempts
+}
+
+// fetchFailed reports a failed fetch of the subscription's
+// (pubsub.FetchRetried), logs it unless OnFailure hears it or one was
+// logged since the last that succeeded (logged), and waits retryWait or
+// until ctx ends.
+func (s *subState) fetchFailed(ctx context.Context, err error, logged *atomic.Bool) {
+	store := s.st.s
+	store.env.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.st.name, Subscription: s.name, Err: err})
+	if store.opts.OnFailure == nil && !logged.Swap(true) {
+		store.opts.Logger.Warn("kafkapubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
+	}
+	select {
+	case <-time.After(retryWait):
+	case <-ctx.Done():
+	}
 }
 
 // fetchErr is the first error of fetches, nil if none.

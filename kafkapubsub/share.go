@@ -95,6 +95,7 @@ type members struct {
 	asked   int           // the records the polls running may bring
 	wake    chan struct{} // closed when ready grows or a poll ends; nil if none waits
 	lapse   *time.Timer   // runs sweep
+	logged  atomic.Bool   // a failed poll was logged, and none succeeded since
 
 	// The rate at which this process's Receives take records: handed
 	// since rateSince, folded into rate (per second) as polls start.
@@ -350,15 +351,11 @@ func (s *subState) poll(w *worker) {
 	w.cl.PauseFetchTopics(w.topics...)
 	cancel()
 	recs := fetches.Records()
-	if err := fetchErr(fetches); err != nil && !w.dead.Load() && store.ctx.Err() == nil {
-		store.env.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: s.st.name, Subscription: s.name, Err: err})
-		if store.opts.OnFailure == nil {
-			store.opts.Logger.Warn("kafkapubsub: dequeue failed; retrying", "topic", s.st.name, "subscription", s.name, "error", err)
-		}
-		select {
-		case <-time.After(retryWait):
-		case <-store.ctx.Done():
-		}
+	err := fetchErr(fetches)
+	if err != nil && !w.dead.Load() && store.ctx.Err() == nil {
+		s.fetchFailed(store.ctx, err, &s.sh.logged)
+	} else if err == nil {
+		s.sh.logged.Store(false)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
