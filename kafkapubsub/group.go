@@ -116,6 +116,12 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		kgo.ConsumerGroup(g.n.cgroup),
 		kgo.ConsumeTopics(s.st.n.log, g.n.retry),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Each topic's partitions spread over the members: the
+		// cooperative-sticky default balances counts only, and could
+		// give a process the subscription's own log alone, so nothing
+		// of the log, where the work is. Round robin is eager: a
+		// rebalance moves every partition (docs/kafkapubsub.md).
+		kgo.Balancers(kgo.RoundRobinBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),                   // until poll's records are tracked
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // a requeue that lost is aborted
@@ -147,9 +153,11 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		return nil, nil
 	}
 	s.g = g
-	s.mu.Unlock()
+	// Started before s.mu is let go: a Close that finds g waits for
+	// them (g.wg.Wait), which must not race with their start.
 	g.wg.Go(g.poll)
 	g.wg.Go(g.commitLoop)
+	s.mu.Unlock()
 	return g, nil
 }
 

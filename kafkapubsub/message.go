@@ -115,11 +115,7 @@ func (m *message) take() error {
 // member's next fetch, or within a second; and counts it settled.
 func (m *message) finish(ctx context.Context, what string, status kgo.AckStatus, confirm bool) error {
 	m.end()
-	m.r.Ack(status)
-	var err error
-	if confirm {
-		err = m.w.flush(ctx)
-	}
+	err := m.w.ack(ctx, m.r, status, confirm)
 	m.w.s.settled(m.w)
 	if err != nil {
 		return m.w.s.st.s.fail(ctx, what, err)

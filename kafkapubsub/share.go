@@ -29,9 +29,10 @@ import (
 // which other processes would then wait for, for Receives that do not
 // exist. What a poll brings beyond the Receives waiting is kept for the
 // next ones and released if none takes it within holdFor. A member fetches only while it
-// polls (its topics are paused otherwise), from every broker at once; one
-// whose fetch answered after its poll gives that back once idle for
-// holdFor. A released record counts a delivery (its attempt), as Kafka
+// polls (its topics are paused otherwise), from every broker at once; what
+// a fetch still under way when its poll ended brings waits in the member
+// for its next poll, which comes at once if it is idle and Receives wait,
+// and is released if none waits once it was idle for holdFor. A released record counts a delivery (its attempt), as Kafka
 // counts it.
 
 // memberSizes are the sizes of members: the most records a member brings
@@ -43,7 +44,7 @@ const maxMembers = 256
 
 // fetchWait bounds a fetch that waits for a record; a poll that got none
 // ends after recheckEvery.
-const fetchWait = 20 * time.Millisecond
+const fetchWait = 100 * time.Millisecond
 
 // recheckEvery is how often a Receive that got nothing looks whether its
 // subscription was deleted or made again (by another process), and how
@@ -67,8 +68,14 @@ type worker struct {
 	cl     *kgo.Client
 	dead   atomic.Bool // its generation was forgotten: its deliveries are lost
 
-	mu     sync.Mutex
-	ackErr error // of the acks the cluster answered since the last take
+	// polling is set while it polls; kicked while a kick (a record
+	// fetched after its poll) is on its way.
+	polling, kicked atomic.Bool
+
+	mu sync.Mutex
+	// fails counts, per partition, the acknowledgements the cluster
+	// refused, and keeps the last error (ack).
+	fails map[topicPartition]ackFails
 
 	// Under s.mu: the records of its last poll not yet settled (held by
 	// consumers or kept in members.ready), when it became idle, and
@@ -76,6 +83,47 @@ type worker struct {
 	out    int
 	idleAt time.Time
 	swept  bool
+}
+
+// OnFetchRecordBuffered hears of a record w fetched (kgo.HookFetchRecordBuffered):
+// one that came after its poll ended (a fetch still under way when it
+// paused) makes it poll again, if it is idle and Receives wait (kick).
+// Locks are not taken here: franz-go calls it from its fetch.
+func (w *worker) OnFetchRecordBuffered(*kgo.Record) {
+	if !w.polling.Load() && !w.kicked.Swap(true) {
+		go w.s.kick(w)
+	}
+}
+
+// kick polls w for the Receives waiting if it is idle (pollBufferedLocked).
+func (s *subState) kick(w *worker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.kicked.Store(false)
+	s.pollBufferedLocked(w)
+}
+
+// pollBufferedLocked polls w, idle with records it fetched after its last
+// poll, if Receives wait for more than is kept: its records would else
+// wait for its next poll while other members poll for nothing. Called
+// with s.mu held.
+func (s *subState) pollBufferedLocked(w *worker) {
+	p := &s.sh
+	i := slices.Index(p.idle, w)
+	if i < 0 || p.wanting <= len(p.ready) || s.closed || !s.have || s.d.Gen != w.d.Gen {
+		return
+	}
+	p.takeIdleLocked(i)
+	p.asked += w.size
+	if !s.st.s.goBackground(func() { s.poll(w) }) {
+		p.asked -= w.size
+	}
+}
+
+// ackFails is what a member's partition's refused acknowledgements left.
+type ackFails struct {
+	n   int
+	err error
 }
 
 // kept is a record a poll brought that no Receive took yet.
@@ -322,10 +370,19 @@ func (s *subState) newMember(d subDesc, size int) (*worker, error) {
 		// empty fetch before it asks the next.
 		kgo.MaxConcurrentFetches(64),
 		kgo.FetchMaxWait(fetchWait),
+		kgo.WithHooks(w),
 		kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
 			if err := rs.Error(); err != nil {
 				w.mu.Lock()
-				w.ackErr = err
+				if w.fails == nil {
+					w.fails = map[topicPartition]ackFails{}
+				}
+				for _, r := range rs {
+					if r.Err != nil {
+						p := topicPartition{r.Topic, r.Partition}
+						w.fails[p] = ackFails{n: w.fails[p].n + 1, err: r.Err}
+					}
+				}
 				w.mu.Unlock()
 				if !s.st.s.opts.ConfirmAck {
 					s.st.s.opts.Logger.Warn("kafkapubsub: the cluster refused acknowledgements; their records will be delivered again",
@@ -346,9 +403,11 @@ func (s *subState) newMember(d subDesc, size int) (*worker, error) {
 func (s *subState) poll(w *worker) {
 	store := s.st.s
 	ctx, cancel := context.WithTimeout(store.ctx, recheckEvery)
+	w.polling.Store(true)
 	w.cl.ResumeFetchTopics(w.topics...)
 	fetches := w.cl.PollRecords(ctx, -1)
 	w.cl.PauseFetchTopics(w.topics...)
+	w.polling.Store(false)
 	cancel()
 	recs := fetches.Records()
 	err := fetchErr(fetches)
@@ -400,6 +459,9 @@ func (s *subState) idleLocked(w *worker) {
 	w.idleAt, w.swept = time.Now(), false
 	p.idle = append(p.idle, w)
 	s.armLocked()
+	if w.cl.BufferedFetchRecords() > 0 {
+		s.pollBufferedLocked(w)
+	}
 }
 
 // armLocked sets the sweep for the oldest kept record's holdFor, or an
@@ -429,7 +491,8 @@ func (s *subState) armLocked() {
 }
 
 // sweep releases the records kept holdFor with no Receive taking them,
-// and those that members idle for holdFor fetched after their poll.
+// and those that members idle for holdFor fetched after their poll while
+// no Receive waits (else it polls such a member).
 func (s *subState) sweep() {
 	s.mu.Lock()
 	p := &s.sh
@@ -453,6 +516,10 @@ func (s *subState) sweep() {
 			i++
 			continue
 		}
+		if p.wanting > len(p.ready) {
+			s.pollBufferedLocked(w) // takes it out of idle
+			continue
+		}
 		drain = append(drain, w)
 		p.idle = slices.Delete(p.idle, i, i+1)
 		w.out = 1 // the sweep's: no poll takes it meanwhile
@@ -473,7 +540,7 @@ func (s *subState) sweep() {
 		flush[w] = true
 	}
 	for w := range flush {
-		_ = w.flush(ctx)
+		_ = w.cl.FlushAcks(ctx)
 	}
 	for _, k := range back {
 		s.settled(k.w)
@@ -518,8 +585,20 @@ func (s *subState) closeWorkers() {
 	s.closeReader()
 }
 
-// flush sends w's acks and waits for the cluster's answer.
-func (w *worker) flush(ctx context.Context) error {
+// ack settles r, one of w's records, with status; with confirm it waits
+// for the cluster's answer, and returns an error if the cluster refused
+// an acknowledgement of r's partition meanwhile (one sent before r's may
+// make r's Ack fail all the same: the cluster's answers are per partition,
+// never per record, so a refusal is never taken for success).
+func (w *worker) ack(ctx context.Context, r *kgo.Record, status kgo.AckStatus, confirm bool) error {
+	p := topicPartition{r.Topic, r.Partition}
+	w.mu.Lock()
+	before := w.fails[p].n
+	w.mu.Unlock()
+	r.Ack(status)
+	if !confirm {
+		return nil
+	}
 	rctx, cancel := w.s.st.s.request(ctx)
 	defer cancel()
 	if err := w.cl.FlushAcks(rctx); err != nil {
@@ -527,9 +606,10 @@ func (w *worker) flush(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err := w.ackErr
-	w.ackErr = nil
-	return err
+	if f := w.fails[p]; f.n > before {
+		return f.err
+	}
+	return nil
 }
 
 // accept makes a delivery of r, leased, or returns nil after dealing
@@ -540,9 +620,8 @@ func (w *worker) flush(ctx context.Context) error {
 func (s *subState) accept(w *worker, r *kgo.Record) *message {
 	store := s.st.s
 	if s.skips(w.d, r) {
-		r.Ack(kgo.AckAccept)
 		ctx, cancel := store.request(context.Background())
-		_ = w.flush(ctx) // else the member's next poll sends it
+		_ = w.ack(ctx, r, kgo.AckAccept, true) // else the member's next poll sends it
 		cancel()
 		s.settled(w)
 		return nil
@@ -556,8 +635,7 @@ func (s *subState) accept(w *worker, r *kgo.Record) *message {
 		ctx, cancel := store.request(context.Background())
 		err := m.kill(ctx, driver.ReasonLeaseExpired)
 		if err == nil {
-			r.Ack(kgo.AckAccept)
-			err = w.flush(ctx)
+			err = w.ack(ctx, r, kgo.AckAccept, true)
 		}
 		cancel()
 		if err != nil {
