@@ -55,27 +55,32 @@ func (st *topicState) sub(name string) *subState {
 	return s
 }
 
-// keep records d as the subscription's generation; the workers of
-// another are closed.
+// keep records d as the subscription's generation; the members and the
+// reader of another are closed.
 func (s *subState) keep(d subDesc) {
+	s.drop(func() bool {
+		same := s.have && s.d.Gen == d.Gen
+		s.d, s.have = d, true
+		return !same
+	})
+}
+
+// forget drops the subscription's generation and closes its members and
+// reader: their deliveries are lost.
+func (s *subState) forget() { s.drop(func() bool { s.have = false; return true }) }
+
+// closeWorkers closes every member and the reader for good: the records
+// they hold go back to the cluster.
+func (s *subState) closeWorkers() { s.drop(func() bool { s.closed = true; return true }) }
+
+// drop runs change with s.mu held and, if it says so, closes every member
+// (takeAllLocked) and the reader.
+func (s *subState) drop(change func() bool) {
 	s.mu.Lock()
-	if s.have && s.d.Gen == d.Gen {
-		s.d = d
+	if !change() {
 		s.mu.Unlock()
 		return
 	}
-	s.d, s.have = d, true
-	old := s.takeAllLocked()
-	s.mu.Unlock()
-	closeAll(old)
-	s.closeReader()
-}
-
-// forget drops the subscription's generation and closes its workers:
-// their deliveries are lost.
-func (s *subState) forget() {
-	s.mu.Lock()
-	s.have = false
 	old := s.takeAllLocked()
 	s.mu.Unlock()
 	closeAll(old)

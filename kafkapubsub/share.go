@@ -28,12 +28,14 @@ import (
 // aheadFor at their recent rate), so that it does not acquire records,
 // which other processes would then wait for, for Receives that do not
 // exist. What a poll brings beyond the Receives waiting is kept for the
-// next ones and released if none takes it within holdFor. A member fetches only while it
-// polls (its topics are paused otherwise), from every broker at once; what
-// a fetch still under way when its poll ended brings waits in the member
-// for its next poll, which comes at once if it is idle and Receives wait,
-// and is released if none waits once it was idle for holdFor. A released record counts a delivery (its attempt), as Kafka
-// counts it.
+// next ones and released if none waits for holdFor. A member fetches only
+// while it polls (its topics are paused otherwise), from every broker at
+// once; what a fetch still under way when its poll ended brings waits in
+// the member for its next poll, which comes at once if it is idle and
+// Receives wait, and is released if none waits once it was idle for
+// holdFor. Kafka counts a released record's delivery; this process does
+// not count it in the attempt when it delivers the record later
+// (members.released), another process does.
 
 // memberSizes are the sizes of members: the most records a member brings
 // from one broker in one poll.
@@ -126,6 +128,22 @@ type ackFails struct {
 	err error
 }
 
+// recordKey names a record.
+type recordKey struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// release is what members.released keeps of a record.
+type release struct {
+	n  int
+	at time.Time
+}
+
+// forgetReleases is how long members.released keeps a record.
+const forgetReleases = 10 * time.Minute
+
 // kept is a record a poll brought that no Receive took yet.
 type kept struct {
 	w  *worker
@@ -144,6 +162,11 @@ type members struct {
 	wake    chan struct{} // closed when ready grows or a poll ends; nil if none waits
 	lapse   *time.Timer   // runs sweep
 	logged  atomic.Bool   // a failed poll was logged, and none succeeded since
+
+	// released are the records this process released without handing
+	// them out (sweep), and when: a delivery of one here later does not
+	// count that release as an attempt (accept).
+	released map[recordKey]release
 
 	// The rate at which this process's Receives take records: handed
 	// since rateSince, folded into rate (per second) as polls start.
@@ -480,7 +503,7 @@ func (s *subState) armLocked() {
 	if next.IsZero() || p.lapse != nil {
 		return
 	}
-	p.lapse = time.AfterFunc(time.Until(next.Add(holdFor)), func() {
+	p.lapse = time.AfterFunc(max(time.Until(next.Add(holdFor)), holdFor/10), func() {
 		store := s.st.s
 		if !store.goBackground(s.sweep) {
 			s.mu.Lock()
@@ -499,7 +522,7 @@ func (s *subState) sweep() {
 	p.lapse = nil
 	now := time.Now()
 	var back []kept
-	for len(p.ready) > 0 && now.Sub(p.ready[0].at) >= holdFor {
+	for p.wanting == 0 && len(p.ready) > 0 && now.Sub(p.ready[0].at) >= holdFor {
 		back = append(back, p.ready[0])
 		p.ready[0] = kept{}
 		p.ready = p.ready[1:]
@@ -530,15 +553,38 @@ func (s *subState) sweep() {
 	ctx, cancel := s.st.s.request(context.Background())
 	defer cancel()
 	flush := map[*worker]bool{}
+	var released []*kgo.Record
 	for _, k := range back {
 		k.r.Ack(kgo.AckRelease)
+		released = append(released, k.r)
 		flush[k.w] = true
 	}
 	for _, w := range drain {
-		// Its topics are paused: a poll gives what it fetched back.
-		w.cl.PollRecords(nil, -1) // a nil ctx takes what is buffered, without waiting
+		// Taken (a nil ctx takes what is buffered, without waiting),
+		// then released, so that it is known which.
+		w.cl.ResumeFetchTopics(w.topics...)
+		recs := w.cl.PollRecords(nil, -1).Records()
+		w.cl.PauseFetchTopics(w.topics...)
+		for _, r := range recs {
+			r.Ack(kgo.AckRelease)
+		}
+		released = append(released, recs...)
 		flush[w] = true
 	}
+	s.mu.Lock()
+	if p.released == nil {
+		p.released = map[recordKey]release{}
+	}
+	for _, r := range released {
+		k := recordKey{r.Topic, r.Partition, r.Offset}
+		p.released[k] = release{n: p.released[k].n + 1, at: now}
+	}
+	for k, r := range p.released {
+		if now.Sub(r.at) > forgetReleases {
+			delete(p.released, k)
+		}
+	}
+	s.mu.Unlock()
 	for w := range flush {
 		_ = w.cl.FlushAcks(ctx)
 	}
@@ -548,6 +594,20 @@ func (s *subState) sweep() {
 	for _, w := range drain {
 		s.settled(w)
 	}
+}
+
+// releasedHere returns how many times this process released r without
+// handing it out, and forgets it.
+func (s *subState) releasedHere(r *kgo.Record) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := recordKey{r.Topic, r.Partition, r.Offset}
+	n := s.sh.released[k].n
+	if n > 0 {
+		delete(s.sh.released, k)
+		n = min(n, int(r.DeliveryCount())-1)
+	}
+	return n
 }
 
 // takeAllLocked removes and returns every member, marked dead, and
@@ -572,17 +632,6 @@ func closeAll(workers []*worker) {
 		wg.Go(w.cl.Close)
 	}
 	wg.Wait()
-}
-
-// closeWorkers closes every member for good: the records they hold go
-// back to the cluster.
-func (s *subState) closeWorkers() {
-	s.mu.Lock()
-	s.closed = true
-	old := s.takeAllLocked()
-	s.mu.Unlock()
-	closeAll(old)
-	s.closeReader()
 }
 
 // ack settles r, one of w's records, with status; with confirm it waits
@@ -628,7 +677,7 @@ func (s *subState) accept(w *worker, r *kgo.Record) *message {
 	}
 	id := s.idOf(r)
 	base, _ := strconv.Atoi(get(r, logstore.HeaderDelivered))
-	m := &message{w: w, r: r, id: id, attempt: base + int(r.DeliveryCount())}
+	m := &message{w: w, r: r, id: id, attempt: base + int(r.DeliveryCount()) - s.releasedHere(r)}
 	if max := s.maxAttempts(w.d); m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		m.attempt = max
