@@ -555,8 +555,9 @@ func (s *subState) sweep() {
 	flush := map[*worker]bool{}
 	var released []*kgo.Record
 	for _, k := range back {
-		k.r.Ack(kgo.AckRelease)
-		released = append(released, k.r)
+		if s.unseen(ctx, k.w, k.r) {
+			released = append(released, k.r)
+		}
 		flush[k.w] = true
 	}
 	for _, w := range drain {
@@ -566,9 +567,10 @@ func (s *subState) sweep() {
 		recs := w.cl.PollRecords(nil, -1).Records()
 		w.cl.PauseFetchTopics(w.topics...)
 		for _, r := range recs {
-			r.Ack(kgo.AckRelease)
+			if s.unseen(ctx, w, r) {
+				released = append(released, r)
+			}
 		}
-		released = append(released, recs...)
 		flush[w] = true
 	}
 	s.mu.Lock()
@@ -594,6 +596,31 @@ func (s *subState) sweep() {
 	for _, w := range drain {
 		s.settled(w)
 	}
+}
+
+// unseen gives r, acquired by w and handed to no consumer, back to the
+// cluster: released, unless its delivery count reached the cluster's
+// limit (a release would archive it), then appended again to the
+// subscription's own log with the attempts it had before this delivery
+// (as giveBack does) and accepted. It reports whether it released r.
+func (s *subState) unseen(ctx context.Context, w *worker, r *kgo.Record) bool {
+	store := s.st.s
+	if int(r.DeliveryCount()) < store.opts.DeliveryLimit {
+		r.Ack(kgo.AckRelease)
+		return true
+	}
+	base, _ := strconv.Atoi(get(r, logstore.HeaderDelivered))
+	c := copyRecord(r, s.idOf(r), s.st.n.sub(s.name, w.d.Gen).retry)
+	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderDelivered,
+		Value: []byte(strconv.Itoa(base + int(r.DeliveryCount()) - 1 - s.releasedHere(r)))})
+	if err := store.produce(ctx, c); err != nil {
+		store.opts.Logger.Error("kafkapubsub: a record past the delivery limit, fetched for no consumer, could not be appended again; released",
+			"topic", s.st.name, "subscription", s.name, "error", err)
+		r.Ack(kgo.AckRelease)
+		return true
+	}
+	r.Ack(kgo.AckAccept)
+	return false
 }
 
 // releasedHere returns how many times this process released r without
