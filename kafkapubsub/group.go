@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -217,7 +216,8 @@ func (g *reader) revoked(ctx context.Context, _ *kgo.Client, revoked map[string]
 // poll fetches records until the reader closes, and hands each out: at
 // once if due, else when due; a record not the subscription's is settled.
 func (g *reader) poll() {
-	var logged atomic.Bool
+	store := g.s.st.s
+	var logged bool
 	for g.ctx.Err() == nil {
 		fetches := g.cl.PollRecords(g.ctx, pollBatch)
 		// The records are tracked before a rebalance may move their
@@ -241,10 +241,18 @@ func (g *reader) poll() {
 			if errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
-			g.s.fetchFailed(g.ctx, err, &logged)
+			store.env.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: g.s.st.name, Subscription: g.s.name, Err: err})
+			if store.opts.OnFailure == nil && !logged {
+				store.opts.Logger.Warn("kafkapubsub: dequeue failed; retrying", "topic", g.s.st.name, "subscription", g.s.name, "error", err)
+				logged = true
+			}
+			select {
+			case <-time.After(retryWait):
+			case <-g.ctx.Done():
+			}
 			continue
 		}
-		logged.Store(false)
+		logged = false
 		for _, f := range fs {
 			r := f.r
 			if g.s.skips(g.d, r) {
