@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/conveyorgo/conveyor/kafkapubsub"
 	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
@@ -237,14 +236,9 @@ func TestProvision(t *testing.T) {
 
 // adminOf returns an admin client of its own on brokers: a client keeps the
 // metadata it was answered for a while.
-func adminOf(t *testing.T, brokers []string) *kadm.Client {
+func adminOf(t testing.TB, brokers []string) *kadm.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return kadm.NewClient(newClient(t, brokers))
 }
 
 // kafkaTopics returns the Kafka topics under prefix, sorted.

@@ -569,7 +569,7 @@ func TestBrokerRestart(t *testing.T) {
 }
 
 // newClient returns a franz-go client of brokers, closed when t ends.
-func newClient(t *testing.T, brokers []string) *kgo.Client {
+func newClient(t testing.TB, brokers []string) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {

@@ -171,12 +171,7 @@ func drained(ctx context.Context, adm *kadm.Client, group string, groups bool) (
 // has settled every record (drained), polling the cluster.
 func waitDrained(t testing.TB, ctx context.Context, brokers []string, prefix string, groups bool) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := adminOf(t, brokers)
 	kind := "g"
 	if groups {
 		kind = "c"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/conveyorgo/conveyor/internal/backend"
 	"github.com/conveyorgo/conveyor/pubsub"
 )
@@ -98,9 +100,10 @@ func (s *store) lookUp(ctx context.Context, of, topic, sub string, want []kafkaT
 			missing = append(missing, fmt.Sprintf("the %s (Kafka topic %s)", k.what, k.name))
 			continue
 		}
-		if !k.configured && len(d.Partitions) != int(k.partitions) {
-			return fmt.Errorf("%w: the %s of %s, Kafka topic %s, has a partition count of %d, want %d", ErrInvalidConfig,
-				k.what, of, k.name, len(d.Partitions), k.partitions)
+		if !k.configured {
+			if err := k.partitionsOf(of, d, ""); err != nil {
+				return err
+			}
 		}
 	}
 	if n := len(missing); n > 1 {
@@ -144,9 +147,8 @@ func (s *store) makeTopics(ctx context.Context, of string, want []kafkaTopic) er
 		if k.configured {
 			option = " (Options.Partitions)"
 		}
-		if len(d.Partitions) != int(k.partitions) {
-			return fmt.Errorf("%w: the %s of %s, Kafka topic %s, has a partition count of %d, want %d%s; Provision does not change an existing topic",
-				ErrInvalidConfig, k.what, of, k.name, len(d.Partitions), k.partitions, option)
+		if err := k.partitionsOf(of, d, option+"; Provision does not change an existing topic"); err != nil {
+			return err
 		}
 		if want := int(s.opts.Replication); want > 0 {
 			for _, p := range d.Partitions.Sorted() {
@@ -198,15 +200,26 @@ func (ps *PubSub) Provision(ctx context.Context, topic string, subscriptions ...
 	if err := s.makeTopics(ctx, of, st.kafkaTopics()); err != nil {
 		return fmt.Errorf("%s: provisioning %s: %w", pkg, of, err)
 	}
-	st.mu.Lock()
-	st.ready = true
-	st.mu.Unlock()
+	if err := st.markReady(ctx); err != nil {
+		return fmt.Errorf("%s: provisioning %s: %w", pkg, of, err)
+	}
 	for _, sub := range subscriptions {
 		if _, err := st.subscribe(ctx, sub, nil, true); err != nil {
 			return fmt.Errorf("%s: provisioning %s: %w", pkg, backend.Label(topic, sub), err)
 		}
 	}
 	return nil
+}
+
+// partitionsOf returns an error wrapping ErrInvalidConfig when d, the
+// details of k, of what of names, has another partition count than k
+// asks for; note ends its message.
+func (k kafkaTopic) partitionsOf(of string, d kadm.TopicDetail, note string) error {
+	if len(d.Partitions) == int(k.partitions) {
+		return nil
+	}
+	return fmt.Errorf("%w: the %s of %s, Kafka topic %s, has a partition count of %d, want %d%s",
+		ErrInvalidConfig, k.what, of, k.name, len(d.Partitions), k.partitions, note)
 }
 
 // nameList returns the names of ks.

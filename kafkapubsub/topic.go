@@ -66,7 +66,13 @@ func (st *topicState) ensure(ctx context.Context) error {
 			}
 		}
 	}
-	maxBytes, err := s.maxMessageBytes(ctx, st.n.log)
+	return st.markReady(ctx)
+}
+
+// markReady reads the log's max.message.bytes, which every publish checks
+// against (fits), and marks the topic ready: its Kafka topics exist.
+func (st *topicState) markReady(ctx context.Context) error {
+	maxBytes, err := st.s.maxMessageBytes(ctx, st.n.log)
 	if err != nil {
 		return err
 	}

@@ -74,11 +74,10 @@ func TestRelays(t *testing.T) {
 // TestRelaysToKafka runs the command with -kafka on a topic holding
 // messages, reads them from the Kafka topic (a kfake cluster, or
 // $KAFKA_BROKERS), each with its row's identity, and stops it as SIGTERM
-// would.
-// TestRelaysToKafka relays to consumers of each mode, started once every
-// message is relayed: the relay's first publish made the default
-// subscription (a reserve), a consumer group with -kafka-consumer-groups,
-// else a share group, and a consumer of the other mode is refused it.
+// would; once for consumers of each mode, started once every message is
+// relayed: the relay's first publish made the default subscription (a
+// reserve), a consumer group with -kafka-consumer-groups, else a share
+// group, and a consumer of the other mode is refused it.
 func TestRelaysToKafka(t *testing.T) {
 	t.Setenv("NATS_URL", "nats://127.0.0.1:1") // not used: -kafka wins over the environment's NATS
 	t.Run("share groups", func(t *testing.T) { testRelaysToKafka(t, false) })
