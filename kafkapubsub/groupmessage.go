@@ -3,6 +3,7 @@ package kafkapubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -51,11 +52,28 @@ func (m *gmessage) lease(d time.Duration) {
 func (m *gmessage) take() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != leased || m.busy || !time.Now().Before(m.deadline) || m.g.closed() || !m.g.tr.owned(m.f.part) {
-		return driver.ErrLeaseLost
+	if err := m.lost(); err != nil {
+		return err
 	}
 	m.busy = true
 	m.expiry.Stop()
+	return nil
+}
+
+// lost returns an error wrapping driver.ErrLeaseLost that says why m can
+// no longer be settled, or nil. Called with m.mu held.
+func (m *gmessage) lost() error {
+	switch {
+	case m.state != leased || m.busy:
+		return driver.ErrLeaseLost
+	case m.g.closed():
+		return fmt.Errorf("%w: this process's member of consumer group %s closed", driver.ErrLeaseLost, m.g.n.cgroup)
+	case !m.g.tr.owned(m.f.part):
+		return fmt.Errorf("%w: partition %d of %s went to another member of consumer group %s",
+			driver.ErrLeaseLost, m.f.r.Partition, m.f.r.Topic, m.g.n.cgroup)
+	case !time.Now().Before(m.deadline):
+		return fmt.Errorf("%w: it ran out %s ago", driver.ErrLeaseLost, time.Since(m.deadline).Round(time.Millisecond))
+	}
 	return nil
 }
 
@@ -76,7 +94,8 @@ func (m *gmessage) done() error {
 	m.state, m.busy = settled, false
 	m.mu.Unlock()
 	if !m.g.settle(m.f) {
-		return driver.ErrLeaseLost
+		return fmt.Errorf("%w: partition %d of %s went to another member of consumer group %s while it was settled",
+			driver.ErrLeaseLost, m.f.r.Partition, m.f.r.Topic, m.g.n.cgroup)
 	}
 	return nil
 }
@@ -196,8 +215,11 @@ func (s *subState) groupDead(ctx context.Context, m *gmessage, reason string) er
 func (s *subState) groupExtend(m *gmessage, by time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != leased || m.busy || m.g.closed() || !m.expiry.Stop() {
-		return driver.ErrLeaseLost
+	if err := m.lost(); err != nil {
+		return err
+	}
+	if !m.expiry.Stop() {
+		return driver.ErrLeaseLost // its expiry started
 	}
 	m.deadline = time.Now().Add(by)
 	m.expiry.Reset(by)
