@@ -258,7 +258,11 @@ func (s *store) readLog(ctx context.Context, topic, doing string) ([]*kgo.Record
 	}
 	cl, err := kgo.NewClient(s.opts.clientOpts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		topic: {0: kgo.NewOffset().At(start.Offset)},
-	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	}), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		// A session is of no use to one read, and franz-go's Close
+		// kills a session without waiting for a fetch under way to end
+		// (a data race the race detector found in a Receive's lookup).
+		kgo.DisableFetchSessions())...)
 	if err != nil {
 		return nil, s.fail(ctx, doing, err)
 	}
