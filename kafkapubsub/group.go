@@ -115,12 +115,8 @@ func (s *subState) reader(d subDesc) (*reader, error) {
 		kgo.ConsumerGroup(g.n.cgroup),
 		kgo.ConsumeTopics(s.st.n.log, g.n.retry),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// Each topic's partitions spread over the members: the
-		// cooperative-sticky default balances counts only, and could
-		// give a process the subscription's own log alone, so nothing
-		// of the log, where the work is. Round robin is eager: a
-		// rebalance moves every partition (docs/kafkapubsub.md).
-		kgo.Balancers(kgo.RoundRobinBalancer()),
+		// Each topic split on its own, cooperatively (balancer.go).
+		kgo.Balancers(perTopicBalancer{}),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),                   // until poll's records are tracked
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), // a requeue that lost is aborted

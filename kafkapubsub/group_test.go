@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/conveyorgo/conveyor/kafkapubsub"
 	"github.com/conveyorgo/conveyor/kafkapubsub/kafkapubsubtest"
 	"github.com/conveyorgo/conveyor/pubsub"
@@ -197,6 +199,87 @@ func TestGroupsSplitPartitions(t *testing.T) {
 		if c := acked[fmt.Sprint(i)]; c != 1 {
 			t.Errorf("message %d acked %d times across the two processes, want 1", i, c)
 		}
+	}
+}
+
+// A process joining a subscription takes none of the partitions of the
+// process already there when an even split lets it keep them (one
+// partition, two members), and the rebalance does not revoke them
+// (cooperative): the delivery the first process has in hand stays
+// settleable, and the second gets nothing until the first leaves.
+func TestGroupsJoinKeepsDeliveriesInHand(t *testing.T) {
+	opts := groupOptions(t, 1)
+	ctx := context.Background()
+	one := openGroup(t, opts)
+	a := topicOf(t, one, "join")
+	if err := a.Enqueue(ctx, []byte("in hand")); err != nil {
+		t.Fatal(err)
+	}
+	held := take(t, a)
+
+	two := openGroup(t, opts)
+	b := topicOf(t, two, "join")
+	bctx, stopB := context.WithTimeout(ctx, patience)
+	defer stopB()
+	gotB := make(chan pubsub.Message, 1)
+	errB := make(chan error, 1)
+	go func() {
+		m, err := b.Dequeue(bctx)
+		if err != nil {
+			errB <- err
+			return
+		}
+		gotB <- m
+	}()
+	adm := kadm.NewClient(newClient(t, opts.Brokers))
+	group := groupOf(t, ctx, adm, opts.Prefix, "c")
+	for { // until both processes are members of a stable group
+		described, err := adm.DescribeGroups(bctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := described[group]; g.State == "Stable" && len(g.Members) == 2 {
+			break
+		}
+		select {
+		case m := <-gotB:
+			t.Fatalf("the joining process got %q while the first had it in hand", m.Data())
+		case err := <-errB:
+			t.Fatalf("the joining process's Dequeue: %v", err)
+		case <-bctx.Done():
+			t.Fatalf("the group never had both processes: %s", describeGroup(opts.Brokers, opts.Prefix, true))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := held.Ack(ctx); err != nil {
+		t.Fatalf("Ack of the delivery in hand after a process joined: %v (%s)", err, describeGroup(opts.Brokers, opts.Prefix, true))
+	}
+	if err := a.Enqueue(ctx, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if m := take(t, a); string(m.Data()) != "after" {
+		t.Fatalf("the first process got %q, want the next message", m.Data())
+	} else if err := m.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first leaves: its partition goes to the second.
+	if err := one.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enqueue(ctx, []byte("handed over")); err == nil {
+		t.Fatal("Enqueue on a closed PubSub returned nil")
+	}
+	producer := openGroup(t, opts)
+	if err := topicOf(t, producer, "join").Enqueue(ctx, []byte("handed over")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-gotB:
+		if string(m.Data()) != "handed over" {
+			t.Fatalf("the second process got %q, want the message after the first left", m.Data())
+		}
+	case err := <-errB:
+		t.Fatalf("the second process's Dequeue after the first left: %v", err)
 	}
 }
 

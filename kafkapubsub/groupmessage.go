@@ -69,7 +69,7 @@ func (m *gmessage) lost() error {
 	case m.g.closed():
 		return fmt.Errorf("%w: this process's member of consumer group %s closed", driver.ErrLeaseLost, m.g.n.cgroup)
 	case !m.g.tr.owned(m.f.part):
-		return fmt.Errorf("%w: partition %d of %s went to another member of consumer group %s",
+		return fmt.Errorf("%w: partition %d of %s was revoked from this member of consumer group %s (a rebalance)",
 			driver.ErrLeaseLost, m.f.r.Partition, m.f.r.Topic, m.g.n.cgroup)
 	case !time.Now().Before(m.deadline):
 		return fmt.Errorf("%w: it ran out %s ago", driver.ErrLeaseLost, time.Since(m.deadline).Round(time.Millisecond))
@@ -94,7 +94,7 @@ func (m *gmessage) done() error {
 	m.state, m.busy = settled, false
 	m.mu.Unlock()
 	if !m.g.settle(m.f) {
-		return fmt.Errorf("%w: partition %d of %s went to another member of consumer group %s while it was settled",
+		return fmt.Errorf("%w: partition %d of %s was revoked from this member of consumer group %s (a rebalance) while it was settled",
 			driver.ErrLeaseLost, m.f.r.Partition, m.f.r.Topic, m.g.n.cgroup)
 	}
 	return nil
