@@ -68,7 +68,9 @@
 //     one consumer at a time; one partition (Options.Partitions) keeps the
 //     order of enqueue.
 //   - A settle after the lease ran out by this process's clock wraps
-//     pubsub.ErrLeaseExpired. Ack returns once the cluster answered it.
+//     pubsub.ErrLeaseExpired. Nack and dead return once the cluster
+//     answered them; Ack once it is queued, sent with the member's next
+//     fetch or within a second (with Options.ConfirmAck: once answered).
 //   - A requeue of a dead message is one transaction: of concurrent
 //     requeues of one message, one succeeds.
 //   - EnqueueAt publishes when due, within a moment, at least once (a

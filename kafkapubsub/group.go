@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -212,8 +213,7 @@ func (g *reader) revoked(ctx context.Context, _ *kgo.Client, revoked map[string]
 // poll fetches records until the reader closes, and hands each out: at
 // once if due, else when due; a record not the subscription's is settled.
 func (g *reader) poll() {
-	store := g.s.st.s
-	var logged bool
+	var logged atomic.Bool
 	for g.ctx.Err() == nil {
 		fetches := g.cl.PollRecords(g.ctx, pollBatch)
 		// The records are tracked before a rebalance may move their
@@ -237,18 +237,10 @@ func (g *reader) poll() {
 			if errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
-			store.env.Report(pubsub.Failure{Kind: pubsub.FetchRetried, Topic: g.s.st.name, Subscription: g.s.name, Err: err})
-			if store.opts.OnFailure == nil && !logged {
-				store.opts.Logger.Warn("kafkapubsub: dequeue failed; retrying", "topic", g.s.st.name, "subscription", g.s.name, "error", err)
-				logged = true
-			}
-			select {
-			case <-time.After(retryWait):
-			case <-g.ctx.Done():
-			}
+			g.s.fetchFailed(g.ctx, err, &logged)
 			continue
 		}
-		logged = false
+		logged.Store(false)
 		for _, f := range fs {
 			r := f.r
 			if g.s.skips(g.d, r) {

@@ -110,12 +110,13 @@ func (m *message) take() error {
 	return nil
 }
 
-// finish settles the record with status and gives its worker back.
-func (m *message) finish(ctx context.Context, what string, status kgo.AckStatus) error {
+// finish settles the record with status, waiting for the cluster's
+// answer if confirm, else leaving the acknowledgement to go with the
+// member's next fetch, or within a second; and counts it settled.
+func (m *message) finish(ctx context.Context, what string, status kgo.AckStatus, confirm bool) error {
 	m.end()
-	m.r.Ack(status)
-	err := m.w.flush(ctx)
-	m.w.s.put(m.w)
+	err := m.w.ack(ctx, m.r, status, confirm)
+	m.w.s.settled(m.w)
 	if err != nil {
 		return m.w.s.st.s.fail(ctx, what, err)
 	}
@@ -130,7 +131,7 @@ func (m *message) finish(ctx context.Context, what string, status kgo.AckStatus)
 func (m *message) giveBack(ctx context.Context) error {
 	store := m.w.s.st.s
 	if int(m.r.DeliveryCount()) < store.opts.DeliveryLimit {
-		return m.finish(ctx, "nack", kgo.AckRelease)
+		return m.finish(ctx, "nack", kgo.AckRelease, true)
 	}
 	c := m.copyTo(m.w.s.st.n.sub(m.w.s.name, m.w.d.Gen).retry)
 	c.Headers = append(c.Headers, kgo.RecordHeader{Key: logstore.HeaderDelivered, Value: []byte(strconv.Itoa(m.attempt))})
@@ -138,9 +139,9 @@ func (m *message) giveBack(ctx context.Context) error {
 		// Released all the same: the cluster archives it at its limit.
 		store.opts.Logger.Error("kafkapubsub: a message past the delivery limit could not be appended again; released",
 			"topic", m.w.s.st.name, "message_id", m.id, "error", err)
-		return m.finish(ctx, "nack", kgo.AckRelease)
+		return m.finish(ctx, "nack", kgo.AckRelease, true)
 	}
-	return m.finish(ctx, "nack", kgo.AckAccept)
+	return m.finish(ctx, "nack", kgo.AckAccept, true)
 }
 
 // copyTo returns a record of m's message for topic: its data, its ID and
@@ -160,7 +161,8 @@ func copyRecord(r *kgo.Record, id, topic string) *kgo.Record {
 	return c
 }
 
-// Ack accepts the record and waits for the cluster's answer.
+// Ack accepts the record; with Options.ConfirmAck it waits for the
+// cluster's answer.
 func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 	if m, ok := d.Msg.(*gmessage); ok {
 		return s.groupAck(m)
@@ -169,7 +171,7 @@ func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 	if err := m.take(); err != nil {
 		return err
 	}
-	return m.finish(ctx, "ack", kgo.AckAccept)
+	return m.finish(ctx, "ack", kgo.AckAccept, s.st.s.opts.ConfirmAck)
 }
 
 // Retry gives the record back after delay: at once, or, holding its lock
@@ -216,7 +218,7 @@ func (s *subState) Dead(ctx context.Context, d *driver.Delivery, reason string) 
 		m.mu.Unlock()
 		return err
 	}
-	return m.finish(ctx, "make dead", kgo.AckAccept)
+	return m.finish(ctx, "make dead", kgo.AckAccept, true)
 }
 
 // kill appends the message to the dead log, with its raw data, header,

@@ -93,6 +93,18 @@ type Options struct {
 	// held longer (a long lease, an extension, a retry's backoff) renews
 	// it every third of it. 0 means DefaultRecordLock.
 	RecordLock time.Duration
+	// ConfirmAck makes Ack in share-group mode return once the cluster
+	// answered the acknowledgement, as Nack and dead do. Off by default:
+	// Ack returns once the acknowledgement is queued in the member that
+	// fetched the record, which sends it with its next fetch or within a
+	// second, so a consumer goes on to its next message without a round
+	// trip. An acknowledgement the cluster refuses (the record's lock ran
+	// out, a broker restarted) is logged, and the record is delivered
+	// again: delivery stays at least once, but an acked message may come
+	// back if the process dies within that second. Close sends the queued
+	// acknowledgements. In consumer-group mode Ack returns once settled in
+	// memory (the package's doc) whatever ConfirmAck says.
+	ConfirmAck bool
 	// ConsumerGroups makes each subscription a Kafka consumer group
 	// rather than a share group (KIP-932), for clusters without share
 	// groups: consumer-group mode (group.go; its differences are in the

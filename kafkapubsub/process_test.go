@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,8 @@ type childConfig struct {
 	Prefix  string   `json:"prefix"`
 	Topic   string   `json:"topic"`
 	Sub     string   `json:"sub"`
-	Groups  bool     `json:"groups"` // Options.ConsumerGroups
+	Groups  bool     `json:"groups"`  // Options.ConsumerGroups
+	Confirm bool     `json:"confirm"` // Options.ConfirmAck
 	Workers int      `json:"workers"`
 	// Work is how long a worker handles each message before its Ack.
 	Work           time.Duration `json:"work"`
@@ -43,7 +45,7 @@ type childConfig struct {
 
 // options are the PubSub options of cfg.
 func (cfg childConfig) options() kafkapubsub.Options {
-	return kafkapubsub.Options{Brokers: cfg.Brokers, Prefix: cfg.Prefix, ConsumerGroups: cfg.Groups,
+	return kafkapubsub.Options{Brokers: cfg.Brokers, Prefix: cfg.Prefix, ConsumerGroups: cfg.Groups, ConfirmAck: cfg.Confirm,
 		Lease: cfg.Lease, SessionTimeout: cfg.SessionTimeout}
 }
 
@@ -443,10 +445,19 @@ func pad(d string, size int) []byte {
 
 // modes are the two ways a subscription can be made: share groups (the
 // default) and consumer groups (Options.ConsumerGroups).
-var modes = []struct {
-	name   string
-	groups bool
-}{{"ShareGroups", false}, {"ConsumerGroups", true}}
+var modes = []mode{{name: "ShareGroups"}, {name: "ConsumerGroups", groups: true}}
+
+// confirmModes are modes and share groups with Options.ConfirmAck, in
+// which an Ack that returned nil is never undone: the message is not
+// acked twice.
+var confirmModes = append(slices.Clip(modes), mode{name: "ShareGroupsConfirmAck", confirm: true})
+
+// mode is a way to make a subscription.
+type mode struct {
+	name    string
+	groups  bool // Options.ConsumerGroups
+	confirm bool // Options.ConfirmAck
+}
 
 const (
 	sharedProcesses = 3

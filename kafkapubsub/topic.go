@@ -28,6 +28,8 @@ type topicState struct {
 	// maxBytes is the log's max.message.bytes, stored before ready is
 	// set, read by every publish without the lock.
 	maxBytes atomic.Int64
+	// parts is the log's partition count, stored before ready is set.
+	parts atomic.Int32
 
 	mu          sync.Mutex
 	ready       bool // its log and registry were made (or found, with Options.Bind)
@@ -70,13 +72,19 @@ func (st *topicState) ensure(ctx context.Context) error {
 }
 
 // markReady reads the log's max.message.bytes, which every publish checks
-// against (fits), and marks the topic ready: its Kafka topics exist.
+// against (fits), and its partition count, and marks the topic ready: its
+// Kafka topics exist.
 func (st *topicState) markReady(ctx context.Context) error {
 	maxBytes, err := st.s.maxMessageBytes(ctx, st.n.log)
 	if err != nil {
 		return err
 	}
+	found, err := st.s.describe(ctx, "reading the partitions of Kafka topic "+st.n.log, st.n.log)
+	if err != nil {
+		return err
+	}
 	st.mu.Lock()
+	st.parts.Store(int32(len(found[st.n.log].Partitions)))
 	st.maxBytes.Store(int64(maxBytes))
 	st.ready = true
 	st.mu.Unlock()

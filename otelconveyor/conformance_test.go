@@ -58,11 +58,9 @@ func TestConformance(t *testing.T) {
 		{"channelpubsub", channel},
 		{"dbpubsub", dbpubsubtest.Harness(dbpubsub.Options{})},
 		{"natspubsub", natspubsubtest.Harness(t, natspubsub.Options{})},
-		// Consumer-group mode: share-group mode's consumers get ~20
-		// records a second each (kafkapubsub's main_test.go), too few for
-		// the suite's cases run 6 at a time beside the other backends';
-		// kafkapubsub's own tests run the suite in both modes.
-		{"kafkapubsub", kafkapubsubtest.Harness(t, kafkapubsub.Options{ConsumerGroups: true})},
+		// Share-group mode, the default; kafkapubsub's own tests run the
+		// suite in both modes.
+		{"kafkapubsub", kafkapubsubtest.Harness(t, kafkapubsub.Options{})},
 		{"sqlitepubsub", sqlitepubsubtest.Harness()},
 	} {
 		t.Run(b.name, func(t *testing.T) {
