@@ -187,6 +187,14 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The template module's dependencies in the module cache, as a
+	// build of the repository leaves them (this test may run first).
+	download := exec.Command("go", "mod", "download")
+	download.Dir = filepath.Join("..", "..", "template")
+	download.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local")
+	if out, err := download.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download in template/: %v\n%s", err, out)
+	}
 	goCmd(t, dir, "vet", "./...")
 	goCmd(t, dir, "build", "-o", filepath.Join(t.TempDir(), "shop"), ".")
 	goCmd(t, dir, "test", "-count=1", "./...")
