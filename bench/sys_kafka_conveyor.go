@@ -39,8 +39,7 @@ func (c conveyorKafka) Config(cfg Config) string {
 	return fmt.Sprintf("kafkapubsub.New(Options{Brokers, Prefix: fresh per instance}) (defaults otherwise: %d partition "+
 		"per topic, lease %v, RequestTimeout %v; %s); enqueue: Topic.Enqueue (one produce, "+
 		"waits for the brokers' acknowledgement, acks=all, idempotent); W goroutines Dequeue + Ack; "+
-		"batch: pubsub.EnqueueBatch, which kafkapubsub lacks: its per-item fallback, one Enqueue after "+
-		"another; fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each",
+		"batch: pubsub.EnqueueBatch, one Kafka transaction per batch (all or none); fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines Dequeue+Ack each",
 		kafkapubsub.DefaultPartitions, pubsub.DefaultLease, kafkapubsub.DefaultRequestTimeout, mode, fanOutSubs, fanOutSubs)
 }
 

@@ -71,6 +71,9 @@
 //     pubsub.ErrLeaseExpired. Nack and dead return once the cluster
 //     answered them; Ack once it is queued, sent with the member's next
 //     fetch or within a second (with Options.ConfirmAck: once answered).
+//   - EnqueueBatch is one Kafka transaction (a pool of transactional
+//     producers): the subscriptions, which read committed records only,
+//     see all of a batch, in order, or none of it.
 //   - A requeue of a dead message is one transaction: of concurrent
 //     requeues of one message, one succeeds.
 //   - EnqueueAt publishes when due, within a moment, at least once (a

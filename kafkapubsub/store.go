@@ -33,6 +33,8 @@ type store struct {
 	mu     sync.Mutex
 	closed bool
 	topics map[string]*topicState
+
+	tx txProducers // for batches (batch.go)
 }
 
 var _ driver.Store = (*store)(nil)
@@ -103,6 +105,7 @@ func (s *store) Close() error {
 		}
 	}
 	s.bg.Wait()
+	s.closeTxProducers()
 	s.cl.Close()
 	return nil
 }

@@ -169,12 +169,11 @@ func GroupAbilities() pubsubtest.Abilities {
 // (kafkapubsub's doc).
 func Abilities() pubsubtest.Abilities {
 	return pubsubtest.Abilities{
-		Durable: true, Shared: true, Delay: true,
+		Durable: true, Shared: true, Delay: true, Batch: true,
 		DeadLetters: true, DeleteDead: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true, FailureHook: true, Quiesce: true,
-		// Not yet: Stats, Inbox, TopicList,
-		// Batch (a transaction). Unique: Kafka cannot refuse a key
+		// Not yet: Stats, Inbox, TopicList. Unique: Kafka cannot refuse a key
 		// across producers. Peek, Cancel, Pause, AckCount: not offered.
 	}
 }
