@@ -88,12 +88,20 @@ func (d subDesc) skips(partition int32, offset int64) bool {
 }
 
 // registry reads the topic's subscriptions.
-func (st *topicState) registry(ctx context.Context) (map[string]subDesc, error) {
+func (st *topicState) registry(ctx context.Context) (registry, error) {
 	recs, err := st.s.readLog(ctx, st.n.registry, "reading the subscriptions of "+st.name)
 	if err != nil {
 		return nil, err
 	}
-	reg := map[string]subDesc{}
+	return registryOf(recs), nil
+}
+
+// registry is a topic's subscriptions by name.
+type registry map[string]subDesc
+
+// registryOf returns the subscriptions the records of a registry keep.
+func registryOf(recs []*kgo.Record) registry {
+	reg := registry{}
 	for _, r := range recs {
 		if r.Value == nil {
 			delete(reg, string(r.Key))
@@ -104,7 +112,7 @@ func (st *topicState) registry(ctx context.Context) (map[string]subDesc, error) 
 			reg[d.Sub] = d
 		}
 	}
-	return reg, nil
+	return reg
 }
 
 // write keeps d in the registry.
@@ -113,12 +121,12 @@ func (st *topicState) write(ctx context.Context, d subDesc) error {
 	if err != nil {
 		return err
 	}
-	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(d.Sub), Value: b})
+	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(d.Sub), Value: b, Headers: st.nameHeader()})
 }
 
 // drop removes sub from the registry.
 func (st *topicState) drop(ctx context.Context, sub string) error {
-	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(sub)})
+	return st.s.produce(ctx, &kgo.Record{Topic: st.n.registry, Key: []byte(sub), Headers: st.nameHeader()})
 }
 
 // create makes a new generation of subscription sub: its own log, its
@@ -274,13 +282,19 @@ func (s *store) Subscriptions(ctx context.Context, topic string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	return reg.named(), nil
+}
+
+// named returns the subscriptions of reg made by name (not the default's
+// reserve), sorted.
+func (reg registry) named() []string {
 	names := []string{}
 	for _, name := range slices.Sorted(maps.Keys(reg)) {
 		if !reg[name].Reserve {
 			names = append(names, name)
 		}
 	}
-	return names, nil
+	return names
 }
 
 // DeleteSubscription removes subscription sub of topic: its registry

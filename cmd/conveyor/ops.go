@@ -325,9 +325,9 @@ func (c *opsCall) connectSQLite(path string) (func(), error) {
 }
 
 // connectKafka opens a kafkapubsub PubSub on brokers (host:port,
-// comma-separated) under prefix. Kafka has no topic list, stats, peek,
-// cancel or pause (kafkapubsub's doc): those commands say so; the dead
-// messages are listed, re-queued and purged.
+// comma-separated) under prefix. Kafka has no stats, peek, cancel or
+// pause (kafkapubsub's doc): those commands say so; the topics are
+// listed, the dead messages listed, re-queued and purged.
 func (c *opsCall) connectKafka(brokers, prefix string) (func(), error) {
 	if c.cmd.name == "migrate" {
 		return nil, usageErrorf("migrate applies to PostgreSQL only: kafkapubsub makes its Kafka topics when first used")
@@ -377,17 +377,7 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 		subs = ts[i].Subscriptions
 	default:
 		// Without a topic list, a missing topic is the backend's error
-		// when it is used, or an empty topic; a backend that can look one
-		// up (Kafka, which would make it when used) is asked first.
-		if tc, ok := c.ps.(topicChecker); ok {
-			found, err := tc.HasTopic(c.ctx, topic)
-			if err != nil {
-				return nil, err
-			}
-			if !found {
-				return nil, notFoundErrorf("unknown topic %q (this backend cannot list its topics: check the name and -prefix)", topic)
-			}
-		}
+		// when it is used, or an empty topic.
 		if subs, err = admin.ListSubscriptions(c.ctx, c.ps, topic); err != nil && !errors.Is(err, pubsub.ErrUnsupported) {
 			return nil, err
 		}
@@ -402,12 +392,6 @@ func (c *opsCall) subscriptionsOf(topic string) ([]string, error) {
 		return nil, notFoundErrorf("unknown subscription %q of topic %q (conveyor topics lists them)", c.subscription, topic)
 	}
 	return []string{c.subscription}, nil
-}
-
-// topicChecker is a PubSub that can say whether it keeps a topic without
-// listing its topics (kafkapubsub).
-type topicChecker interface {
-	HasTopic(ctx context.Context, topic string) (bool, error)
 }
 
 // topic returns the handle on subscription sub of topic, which exist

@@ -16,8 +16,8 @@ import (
 
 // TestOpsKafka runs the commands on Kafka (--kafka-brokers, or
 // $KAFKA_BROKERS) against a kfake cluster: the dead messages are listed,
-// shown, re-queued and deleted; what kafkapubsub cannot do (list topics,
-// count, peek at live messages, cancel, pause, migrate) is an error naming
+// shown, re-queued and deleted, the topics listed; what kafkapubsub cannot
+// do (count, peek at live messages, cancel, pause, migrate) is an error naming
 // it, with exit code 1 (2 for migrate), never a hang.
 func TestOpsKafka(t *testing.T) {
 	t.Parallel()
@@ -69,7 +69,9 @@ func TestOpsKafka(t *testing.T) {
 			"this backend shows dead messages only"}},
 		{"PeekReady", []string{"peek", "orders"}, 1, "", []string{"not supported by this backend: peek"}},
 		{"Stats", []string{"stats", "orders"}, 1, "", []string{"not supported by this backend: stats"}},
-		{"Topics", []string{"topics"}, 1, "", []string{"not supported by this backend: listing topics"}},
+		{"Topics", []string{"topics"}, 0, columns(
+			[]string{"TOPIC", "SUBSCRIPTIONS"},
+			[]string{"orders", "default"}), nil},
 		{"CancelDead", []string{"cancel", "orders", dead, "--yes"}, 4, "", []string{"is dead: cancel applies to ready or scheduled messages",
 			"'conveyor purge TOPIC ID' deletes a dead message."}},
 		{"Pause", []string{"pause", "orders"}, 1, "", []string{"not supported by this backend: pause"}},
@@ -77,7 +79,7 @@ func TestOpsKafka(t *testing.T) {
 		{"TwoBackends", []string{"topics", "--sqlite", "app.db"}, 2, "", []string{"--sqlite and --kafka-brokers (or $KAFKA_BROKERS) are set: pick one backend"}},
 		{"BadBrokers", []string{"topics", "--kafka-brokers", "kafka"}, 2, "", []string{`--kafka-brokers: kafkapubsub: invalid configuration: broker "kafka"`, "want host:port of each broker"}},
 		{"BadPrefix", []string{"stats", "orders", "--prefix", "a.b"}, 2, "", []string{"kafkapubsub: invalid configuration: Options.Prefix"}},
-		{"UnknownTopic", []string{"peek", "nosuch", "--state", "dead"}, 3, "", []string{`unknown topic "nosuch"`, "check the name and -prefix"}},
+		{"UnknownTopic", []string{"peek", "nosuch", "--state", "dead"}, 3, "", []string{`unknown topic "nosuch" (conveyor topics lists them)`}},
 		{"UnknownTopicOtherPrefix", []string{"peek", "orders", "--state", "dead", "--prefix", otherPrefix}, 3, "", []string{`unknown topic "orders"`}},
 		// Nothing listens on port 1: the command fails by its --timeout
 		// at the latest.

@@ -173,7 +173,8 @@ func Abilities() pubsubtest.Abilities {
 		DeadLetters: true, DeleteDead: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true, FailureHook: true, Quiesce: true,
-		// Not yet: Stats, Inbox, TopicList. Unique: Kafka cannot refuse a key
+		TopicList: true,
+		// Not yet: Stats, Inbox. Unique: Kafka cannot refuse a key
 		// across producers. Peek, Cancel, Pause, AckCount: not offered.
 	}
 }
