@@ -24,10 +24,10 @@ func TestSmokeNATS(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// enqueue and drain against the baseline and watermill-nats, and the
-	// latency
+	// enqueue and drain against the baseline and watermill-nats, batch
+	// enqueue and fan-out against the baseline, and the latency
 	rep := smokeKind(t, ctx, KindNATS, "nats", 5*time.Second,
-		[]string{"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)", "baseline: nats.go JetStream"}, 5)
+		[]string{"conveyor natspubsub", "watermill-nats (defaults)", "watermill-nats (watermill-benchmark)", "baseline: nats.go JetStream"}, 7)
 	if rep.NATS["server_version"] == "" {
 		t.Errorf("the NATS server's settings lack its version: %v", rep.NATS)
 	}

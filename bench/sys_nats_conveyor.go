@@ -27,8 +27,8 @@ func (conveyorNATS) Config(cfg Config) string {
 	return fmt.Sprintf("natspubsub.Connect(url, Options{Prefix: fresh per instance}) (defaults otherwise: lease %v, "+
 		"RequestTimeout %v; a topic is a file-storage stream with interest retention, a subscription a durable pull "+
 		"consumer); enqueue: Topic.Enqueue (one publish, waits for its PubAck); W goroutines Dequeue (one pull request "+
-		"for one message each) + Ack (acknowledged by the server); batch: pubsub.EnqueueBatch, which natspubsub lacks: "+
-		"its per-item fallback, one Enqueue after another; fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines "+
+		"for one message each) + Ack (acknowledged by the server); batch: pubsub.EnqueueBatch, pipelined "+
+		"(every item published asynchronously, then their PubAcks awaited; not all or none); fan-out: %d subscriptions (pubsub.Subscribe), W/%d goroutines "+
 		"Dequeue+Ack each", pubsub.DefaultLease, natspubsub.DefaultRequestTimeout, fanOutSubs, fanOutSubs)
 }
 

@@ -27,9 +27,11 @@ type Dispatcher interface {
 	// a topic that can delay (pubsub.Delayer) and wraps
 	// pubsub.ErrUnsupported otherwise.
 	DispatchAt(ctx context.Context, e Event, at time.Time, opts ...Option) error
-	// DispatchBatch enqueues every event, each with its own id, in one
-	// call when the topic can (pubsub.BatchEnqueuer: all or none), else one
-	// by one, stopping at the first error (see pubsub.EnqueueBatch).
+	// DispatchBatch enqueues every event, each with its own id, as
+	// pubsub.EnqueueBatch does: in one call, all or none, when the topic
+	// can (pubsub.BatchEnqueuer); together but each on its own
+	// (pubsub.PipelinedEnqueuer, a *pubsub.BatchError naming those not
+	// enqueued); else one by one, stopping at the first error.
 	// Nothing is enqueued when an event does not encode.
 	DispatchBatch(ctx context.Context, events ...Event) error
 	// DispatchUnique enqueues e unless the topic keeps a message with key

@@ -57,8 +57,12 @@
 //     pubsub.ErrLeaseExpired (the server does not fence settles).
 //   - EnqueueUnique refuses a key within Options.UniqueWindow; EnqueueAt
 //     publishes when due; Claim writes at once (no caller's transaction:
-//     pubsub.WithTx is ErrUnsupported); no atomic batch, no pause, no Peek
-//     or Cancel (JetStream 2.9).
+//     pubsub.WithTx is ErrUnsupported); no pause, no Peek or Cancel
+//     (JetStream 2.9).
+//   - EnqueueBatch publishes every item at once, in order, then waits for
+//     their acknowledgements (pubsub.PipelinedEnqueuer): not all or none,
+//     an item the server refuses is named in a *pubsub.BatchError and the
+//     others are stored (JetStream 2.9 has no atomic batch).
 //   - Every request has a deadline (Options.RequestTimeout or the ctx's).
 //     Enqueue returns by its ctx's end even when the socket is full: its
 //     message is then in doubt (retry with EnqueueUnique, or claim in the

@@ -141,12 +141,18 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 		<-p.done // it finished meanwhile
 	}
 	if err := p.err; err != nil {
-		if errors.Is(err, nats.ErrMaxPayload) {
+		if tooLarge(err) {
 			err = fmt.Errorf("%w (%v)", pubsub.ErrTooLarge, err)
 		}
 		return false, ps.fail(ctx, "publish", err)
 	}
 	return p.ack.Duplicate, nil
+}
+
+// tooLarge reports whether err is a publish refused for its size: over
+// the server's max_payload, or over the stream's max_msg_size.
+func tooLarge(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum)
 }
 
 // publishing is one publish of publishMsg, whose caller may leave before

@@ -172,12 +172,13 @@ type topic_ struct {
 }
 
 var (
-	_ pubsub.Delayer        = (*topic_)(nil)
-	_ pubsub.BatchEnqueuer  = (*topic_)(nil)
-	_ pubsub.UniqueEnqueuer = (*topic_)(nil)
-	_ wrap.EnqueueStarter   = (*topic_)(nil)
-	_ wrap.OwnedEnqueuer    = (*topic_)(nil)
-	_ wrap.Forwarder        = (*topic_)(nil)
+	_ pubsub.Delayer           = (*topic_)(nil)
+	_ pubsub.BatchEnqueuer     = (*topic_)(nil)
+	_ pubsub.PipelinedEnqueuer = (*topic_)(nil)
+	_ pubsub.UniqueEnqueuer    = (*topic_)(nil)
+	_ wrap.EnqueueStarter      = (*topic_)(nil)
+	_ wrap.OwnedEnqueuer       = (*topic_)(nil)
+	_ wrap.Forwarder           = (*topic_)(nil)
 )
 
 // Forwards says that the enqueue abilities and the copy-free enqueue only
@@ -186,7 +187,7 @@ var (
 // an all-or-none batch is not misled.
 func (*topic_) Forwards(ability any) bool {
 	switch ability.(type) {
-	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.UniqueEnqueuer, *wrap.OwnedEnqueuer:
+	case *pubsub.Delayer, *pubsub.BatchEnqueuer, *pubsub.PipelinedEnqueuer, *pubsub.UniqueEnqueuer, *wrap.OwnedEnqueuer:
 		return true
 	}
 	return false
@@ -218,6 +219,17 @@ func (w *topic_) EnqueueAt(ctx context.Context, data []byte, at time.Time) error
 
 func (w *topic_) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	return w.publish(ctx, len(data), -1, opEnqueueBatch, func(ctx context.Context) error { return pubsub.EnqueueBatch(ctx, w.inner, data) })
+}
+
+// EnqueuePipelined traces the wrapped topic's pipelined batch as one send.
+func (w *topic_) EnqueuePipelined(ctx context.Context, data [][]byte) error {
+	return w.publish(ctx, len(data), -1, opEnqueueBatch, func(ctx context.Context) error {
+		p, ok := pubsub.As[pubsub.PipelinedEnqueuer](w.inner)
+		if !ok {
+			return pubsub.EnqueueBatch(ctx, w.inner, data)
+		}
+		return p.EnqueuePipelined(ctx, data)
+	})
 }
 
 func (w *topic_) EnqueueUnique(ctx context.Context, key string, data []byte) (bool, error) {

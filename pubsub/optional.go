@@ -24,6 +24,45 @@ type BatchEnqueuer interface {
 	EnqueueBatch(ctx context.Context, data [][]byte) error
 }
 
+// PipelinedEnqueuer is a Topic that enqueues the items of a batch
+// together but not all or none, where the server has no atomic batch
+// (natspubsub): it sends every item, in order, before it waits for their
+// acknowledgements, and returns once all are answered. An item refused
+// leaves the others enqueued: the error is a *BatchError naming the items
+// that were not. EnqueueBatch uses it on a topic that is no BatchEnqueuer.
+type PipelinedEnqueuer interface {
+	EnqueuePipelined(ctx context.Context, data [][]byte) error
+}
+
+// BatchError is the error of a batch enqueued without all or none
+// (PipelinedEnqueuer) when some of its items were not enqueued: Failed
+// are their indexes in the batch, ascending, and Errs their errors, in
+// the same order; every other item was enqueued. An item whose
+// acknowledgement was lost (a timeout, a connection that broke) is among
+// Failed though it may have been stored, as an Enqueue that returned such
+// an error may have been (at least once). errors.Is and errors.As look at
+// each item's error.
+type BatchError struct {
+	Len    int     // the items of the batch
+	Failed []int   // the items not enqueued, ascending
+	Errs   []error // Errs[i] is why Failed[i] was not
+}
+
+func (e *BatchError) Error() string {
+	if len(e.Failed) == 0 {
+		return fmt.Sprintf("pubsub: batch of %d: no item failed", e.Len)
+	}
+	more := ""
+	if n := len(e.Failed); n > 1 {
+		more = fmt.Sprintf(" (and %d more)", n-1)
+	}
+	return fmt.Sprintf("pubsub: %d of %d batch items not enqueued, the others were: item %d: %v%s",
+		len(e.Failed), e.Len, e.Failed[0], e.Errs[0], more)
+}
+
+// Unwrap returns the items' errors, for errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error { return e.Errs }
+
 // UniqueEnqueuer is a Topic that can enqueue a message only if no message
 // with the same key is already kept by it (ready, scheduled, processing,
 // dead, or finished and not yet pruned): the way several processes enqueue
@@ -79,11 +118,16 @@ func EnqueueDelayed(ctx context.Context, t Topic, data []byte, delay time.Durati
 }
 
 // EnqueueBatch enqueues every item of data. With a BatchEnqueuer it is one
-// call, all or none; otherwise it falls back to one Enqueue per item,
-// stopping at the first error, so a prefix may have been enqueued.
+// call, all or none; with a PipelinedEnqueuer the items are sent together
+// and each is enqueued or not (a *BatchError names those that were not);
+// otherwise it falls back to one Enqueue per item, stopping at the first
+// error, so a prefix may have been enqueued.
 func EnqueueBatch(ctx context.Context, t Topic, data [][]byte) error {
 	if b, ok := As[BatchEnqueuer](t); ok {
 		return b.EnqueueBatch(ctx, data)
+	}
+	if p, ok := As[PipelinedEnqueuer](t); ok {
+		return p.EnqueuePipelined(ctx, data)
 	}
 	for i, d := range data {
 		if err := t.Enqueue(ctx, d); err != nil {

@@ -85,6 +85,9 @@ func Abilities() pubsubtest.Abilities {
 	return pubsubtest.Abilities{
 		Durable: true, Shared: true,
 		Delay: true, Unique: true, UniqueWindow: UniqueWindow, Inbox: true,
+		// A batch is sent together, not all or none (JetStream 2.9 has no
+		// atomic batch; 2.12 does).
+		Pipelined:   true,
 		DeadLetters: true, Stats: true, OldestReady: true,
 		Attempts: true, ExtendLease: true, FailReasons: true, Reject: true,
 		Subscriptions: true, FailureHook: true, Quiesce: true,

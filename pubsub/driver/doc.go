@@ -24,9 +24,9 @@
 //     longer holds its lease.
 //
 // Everything else is optional: a small interface per capability
-// (Subscriptions, TopicLister, BatchPublisher, DeadLetters, Stater,
-// Peeker, Canceler, DeadDeleter, Pauser, AckCounter, Inbox, and
-// SlotReceiver for speed) that the engine
+// (Subscriptions, TopicLister, BatchPublisher, PipelinePublisher,
+// DeadLetters, Stater, Peeker, Canceler, DeadDeleter, Pauser, AckCounter,
+// Inbox, and SlotReceiver for speed) that the engine
 // finds by type assertion on the Store, Topic or Subscription when it makes
 // a handle, and reports through pubsub.As; a capability the driver lacks
 // has the fallback its helper (in pubsub or pubsub/admin) documents, or

@@ -49,6 +49,15 @@ type BatchPublisher interface {
 	PublishBatch(ctx context.Context, stop <-chan struct{}, b Batch) error
 }
 
+// PipelinePublisher is a Topic that publishes many messages together but
+// not all or none (pubsub.PipelinedEnqueuer): every message sent, in
+// order, before their acknowledgements are awaited. It returns one error
+// per message (nil: published), or an error for the whole batch when none
+// can be said to be published (then the engine reports every item).
+type PipelinePublisher interface {
+	PublishPipelined(ctx context.Context, stop <-chan struct{}, b Batch) ([]error, error)
+}
+
 // Batch is the messages of one EnqueueBatch, as the engine checked them:
 // one Outgoing per item of Data, with the same Header and Tx.
 type Batch struct {

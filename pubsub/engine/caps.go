@@ -11,6 +11,7 @@ import (
 type caps struct {
 	features driver.Features
 	batch    driver.BatchPublisher
+	pipeline driver.PipelinePublisher
 	dead     driver.DeadLetters
 	stats    driver.Stater
 	peek     driver.Peeker
@@ -26,6 +27,7 @@ type caps struct {
 func findCaps(f driver.Features, dt driver.Topic, ds driver.Subscription) caps {
 	c := caps{features: f}
 	c.batch, _ = dt.(driver.BatchPublisher)
+	c.pipeline, _ = dt.(driver.PipelinePublisher)
 	c.dead, _ = ds.(driver.DeadLetters)
 	c.stats, _ = ds.(driver.Stater)
 	c.peek, _ = ds.(driver.Peeker)
@@ -50,6 +52,8 @@ func (c *caps) has(ability any) bool {
 		return c.features.Has(driver.Unique)
 	case *pubsub.BatchEnqueuer:
 		return c.batch != nil
+	case *pubsub.PipelinedEnqueuer:
+		return c.pipeline != nil
 	case *admin.DeadLetters:
 		return c.dead != nil
 	case *admin.Stater:

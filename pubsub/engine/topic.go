@@ -203,6 +203,59 @@ func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
 	return err
 }
 
+// EnqueuePipelined publishes copies of every item, in order, together
+// but not all or none, on a store with driver.PipelinePublisher: an item
+// the store could not publish is named in a *pubsub.BatchError.
+// pubsub.EnqueueBatch uses it on a store without driver.BatchPublisher.
+func (t *topic) EnqueuePipelined(ctx context.Context, data [][]byte) error {
+	if t.caps.pipeline == nil {
+		return t.ps.unsupported("pipelined batch enqueue")
+	}
+	if !t.observed(ctx) {
+		return t.sendPipelined(ctx, data)
+	}
+	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: OpEnqueueBatch, N: len(data), Size: -1})
+	err := t.sendPipelined(ctx, data)
+	end(EnqueueEnd{Err: err})
+	return err
+}
+
+// sendPipelined checks data and the handle, hands the batch to the store
+// and words what it says of each item.
+func (t *topic) sendPipelined(ctx context.Context, data [][]byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	for i, d := range data {
+		if err := checkSize(d, t.ps.maxSize); err != nil {
+			return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
+		}
+	}
+	h, tx, err := t.enqueueContext(ctx)
+	if err != nil {
+		return err
+	}
+	errs, err := t.caps.pipeline.PublishPipelined(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
+	if err != nil {
+		return t.publishErr(ctx, "batch", err)
+	}
+	var be *pubsub.BatchError
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if be == nil {
+			be = &pubsub.BatchError{Len: len(data)}
+		}
+		be.Failed = append(be.Failed, i)
+		be.Errs = append(be.Errs, t.publishErr(ctx, fmt.Sprintf("batch item %d", i), err))
+	}
+	if be != nil {
+		return be
+	}
+	return nil
+}
+
 // enqueueContext returns the header an enqueue called with ctx gives its
 // messages (pubsub.WithHeader) and the caller's transaction
 // (pubsub.WithTx), and fails the enqueue if that header is invalid or if

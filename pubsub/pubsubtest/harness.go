@@ -33,9 +33,12 @@ type Abilities struct {
 	// messages, as separate processes would.
 	Shared bool
 
-	Delay  bool // Topic: pubsub.Delayer
-	Batch  bool // Topic: pubsub.BatchEnqueuer
-	Unique bool // Topic: pubsub.UniqueEnqueuer
+	Delay bool // Topic: pubsub.Delayer
+	Batch bool // Topic: pubsub.BatchEnqueuer
+	// Pipelined: Topic: pubsub.PipelinedEnqueuer (a batch sent together,
+	// not all or none), on a backend without Batch.
+	Pipelined bool
+	Unique    bool // Topic: pubsub.UniqueEnqueuer
 	// UniqueWindow is 0 when a unique key is kept as long as its message
 	// is; else how long after its first enqueue the backend remembers a
 	// key, whatever became of its message (natspubsub: the stream's

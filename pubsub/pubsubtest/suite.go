@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"SizeLimit", testSizeLimit},
 		{"Delay", testDelay},
 		{"Batch", testBatch},
+		{"PipelinedBatch", testPipelinedBatch},
 		{"Unique", testUnique},
 		{"UniqueWindow", testUniqueWindow},
 		{"Stats", testStats},
@@ -597,6 +598,36 @@ func testBatch(t *testing.T, h Harness) {
 	expectNone(t, tp, 200*time.Millisecond) // all or none
 }
 
+// testPipelinedBatch: a batch sent together arrives whole and in order;
+// an item over the size limit is refused before anything is sent.
+func testPipelinedBatch(t *testing.T, h Harness) {
+	need(t, h.Abilities.Pipelined, "pipelined batch enqueue (pubsub.PipelinedEnqueuer)")
+	ctx := context.Background()
+	tp := open(t, newPubSub(t, h, Config{MaxDataSize: 64}), "pipelined")
+	batch := make([][]byte, 300)
+	for i := range batch {
+		batch[i] = fmt.Appendf(nil, "p%03d", i)
+	}
+	copy(batch, [][]byte{nil, {}, {0, 1, 0, 255, 0}, []byte("ünïcödé ✓")})
+	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	for i := range batch {
+		m := dequeue(t, tp)
+		wantData(t, m, string(batch[i]))
+		ack(t, m)
+	}
+	bad := [][]byte{[]byte("fine"), make([]byte, 65)}
+	err := pubsub.EnqueueBatch(ctx, tp, bad)
+	wantErr(t, "EnqueueBatch with an item over the limit", err, pubsub.ErrTooLarge)
+	var be *pubsub.BatchError
+	if errors.As(err, &be) {
+		t.Errorf("EnqueueBatch with an item over the limit: %v is a *BatchError; want the whole batch refused before sending", err)
+	}
+	enqueue(t, tp, "after")
+	wantData(t, dequeue(t, tp), "after") // nothing of the refused batch came before
+}
+
 func testUnique(t *testing.T, h Harness) {
 	need(t, h.Abilities.Unique && h.Abilities.Reject, "unique enqueue and reject (pubsub.UniqueEnqueuer, pubsub.Rejecter)")
 	ctx := context.Background()
@@ -896,6 +927,7 @@ func testAbilities(t *testing.T, h Harness) {
 	}{
 		{"pubsub.Delayer (Abilities.Delay)", a.Delay, has[pubsub.Delayer](tp)},
 		{"pubsub.BatchEnqueuer (Abilities.Batch)", a.Batch, has[pubsub.BatchEnqueuer](tp)},
+		{"pubsub.PipelinedEnqueuer (Abilities.Pipelined)", a.Pipelined, has[pubsub.PipelinedEnqueuer](tp)},
 		{"pubsub.UniqueEnqueuer (Abilities.Unique)", a.Unique, has[pubsub.UniqueEnqueuer](tp)},
 		{"admin.DeadLetters (Abilities.DeadLetters)", a.DeadLetters, has[admin.DeadLetters](tp)},
 		{"admin.Stater (Abilities.Stats)", a.Stats, has[admin.Stater](tp)},
