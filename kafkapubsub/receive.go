@@ -109,8 +109,39 @@ func (s *subState) desc(ctx context.Context) (subDesc, error) {
 
 // lookup reads the subscription's registry entry: a named one must
 // exist (else an error wrapping pubsub.ErrNoSubscription); consuming the
-// default declares it.
+// default declares it. The default's lookup and declaration run to their
+// end whatever the caller's ctx, bounded by Options.RequestTimeout and
+// Close: a Dequeue that ends first (on a loaded machine, before the
+// registry was even read) still makes the default a subscription. The
+// caller returns by the end of its ctx.
 func (s *subState) lookup(ctx context.Context) (subDesc, error) {
+	if s.name != pubsub.DefaultSubscription {
+		return s.lookupNow(ctx)
+	}
+	type result struct {
+		d   subDesc
+		err error
+	}
+	done := make(chan result, 1)
+	store := s.st.s
+	if !store.goBackground(func() {
+		dctx, cancel := store.request(context.WithoutCancel(ctx))
+		defer cancel()
+		d, err := s.lookupNow(dctx)
+		done <- result{d, err}
+	}) {
+		return subDesc{}, pubsub.ErrClosed
+	}
+	select {
+	case r := <-done:
+		return r.d, r.err
+	case <-ctx.Done():
+		return subDesc{}, ctx.Err()
+	}
+}
+
+// lookupNow is lookup, within ctx.
+func (s *subState) lookupNow(ctx context.Context) (subDesc, error) {
 	reg, err := s.st.registry(ctx)
 	if err != nil {
 		return subDesc{}, err
@@ -129,15 +160,8 @@ func (s *subState) lookup(ctx context.Context) (subDesc, error) {
 		s.forget()
 		return subDesc{}, fmt.Errorf("%w %q", pubsub.ErrNoSubscription, s.name)
 	}
-	// Declared whatever the caller's ctx: a Dequeue that ends first
-	// still makes the default a subscription.
 	store := s.st.s
-	dctx, cancel := store.request(context.WithoutCancel(ctx))
-	defer cancel()
-	if _, err := store.Subscribe(dctx, s.st.name, s.name, store.env.Defaults); err != nil {
-		if ctx.Err() != nil {
-			return subDesc{}, ctx.Err()
-		}
+	if _, err := store.Subscribe(ctx, s.st.name, s.name, store.env.Defaults); err != nil {
 		return subDesc{}, err
 	}
 	s.mu.Lock()

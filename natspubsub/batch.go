@@ -70,8 +70,8 @@ func (st *topicState) PublishPipelined(ctx context.Context, _ <-chan struct{}, b
 			ps.answered()
 		}
 		if abandoned.Load() {
-			ps.opts.Logger.Warn("natspubsub: a batch enqueue that returned before its publishes ended had messages stored after all",
-				"topic", st.name, "stored", stored, "of", len(msgs))
+			ps.opts.Logger.Warn(fmt.Sprintf("natspubsub: a batch enqueue of %d that returned before its publishes ended had messages stored after all", len(msgs)),
+				"topic", st.name, "count", stored)
 		}
 	}) {
 		cancel()
