@@ -228,6 +228,21 @@ func (s *store) maxMessageBytes(ctx context.Context, name string) (int, error) {
 	return 0, nil
 }
 
+// partitionCount returns the partition count of Kafka topic name, on the
+// store's own client (a metadata request, not served from a cache).
+func (s *store) partitionCount(ctx context.Context, name string) (int32, error) {
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	td, err := s.adm.ListTopics(rctx, name)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return 0, s.fail(ctx, "reading the partitions of Kafka topic "+name, err)
+	}
+	return int32(len(td[name].Partitions)), nil
+}
+
 // readLog returns the records of partition 0 of topic from its start to
 // its last stable offset as of now, none when topic does not exist.
 // Records of committed transactions are read, their markers not

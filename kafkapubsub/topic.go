@@ -79,12 +79,12 @@ func (st *topicState) markReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	found, err := st.s.describe(ctx, "reading the partitions of Kafka topic "+st.n.log, st.n.log)
+	parts, err := st.s.partitionCount(ctx, st.n.log)
 	if err != nil {
 		return err
 	}
 	st.mu.Lock()
-	st.parts.Store(int32(len(found[st.n.log].Partitions)))
+	st.parts.Store(parts)
 	st.maxBytes.Store(int64(maxBytes))
 	st.ready = true
 	st.mu.Unlock()
