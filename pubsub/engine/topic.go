@@ -168,39 +168,17 @@ func (t *topic) send(ctx context.Context, m driver.Outgoing) (bool, error) {
 
 // EnqueueBatch publishes copies of every item, in order, all or none, on
 // a store with driver.BatchPublisher; pubsub.EnqueueBatch falls back to
-// one Enqueue per item on another.
+// EnqueuePipelined, or one Enqueue per item, on another.
 func (t *topic) EnqueueBatch(ctx context.Context, data [][]byte) error {
 	if t.caps.batch == nil {
 		return t.ps.unsupported("batch enqueue")
 	}
-	if !t.observed(ctx) {
-		return t.sendBatch(ctx, data)
-	}
-	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: OpEnqueueBatch, N: len(data), Size: -1})
-	err := t.sendBatch(ctx, data)
-	end(EnqueueEnd{Err: err})
-	return err
-}
-
-// sendBatch checks data and the handle and hands the batch to the store.
-func (t *topic) sendBatch(ctx context.Context, data [][]byte) error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	for i, d := range data {
-		if err := checkSize(d, t.ps.maxSize); err != nil {
-			return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
+	return t.observeBatch(ctx, data, func(ctx context.Context, b driver.Batch) error {
+		if err := t.caps.batch.PublishBatch(ctx, t.h.Closed(), b); err != nil {
+			return t.publishErr(ctx, "batch", err)
 		}
-	}
-	h, tx, err := t.enqueueContext(ctx)
-	if err != nil {
-		return err
-	}
-	err = t.caps.batch.PublishBatch(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
-	if err != nil {
-		err = t.publishErr(ctx, "batch", err)
-	}
-	return err
+		return nil
+	})
 }
 
 // EnqueuePipelined publishes copies of every item, in order, together
@@ -211,49 +189,54 @@ func (t *topic) EnqueuePipelined(ctx context.Context, data [][]byte) error {
 	if t.caps.pipeline == nil {
 		return t.ps.unsupported("pipelined batch enqueue")
 	}
-	if !t.observed(ctx) {
-		return t.sendPipelined(ctx, data)
-	}
-	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: OpEnqueueBatch, N: len(data), Size: -1})
-	err := t.sendPipelined(ctx, data)
-	end(EnqueueEnd{Err: err})
-	return err
+	return t.observeBatch(ctx, data, func(ctx context.Context, b driver.Batch) error {
+		errs, err := t.caps.pipeline.PublishPipelined(ctx, t.h.Closed(), b)
+		if err != nil {
+			return t.publishErr(ctx, "batch", err)
+		}
+		var be *pubsub.BatchError
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			if be == nil {
+				be = &pubsub.BatchError{Len: len(data)}
+			}
+			be.Failed = append(be.Failed, i)
+			be.Errs = append(be.Errs, t.publishErr(ctx, fmt.Sprintf("batch item %d", i), err))
+		}
+		if be != nil {
+			return be
+		}
+		return nil
+	})
 }
 
-// sendPipelined checks data and the handle, hands the batch to the store
-// and words what it says of each item.
-func (t *topic) sendPipelined(ctx context.Context, data [][]byte) error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	for i, d := range data {
-		if err := checkSize(d, t.ps.maxSize); err != nil {
-			return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
+// observeBatch checks data and the handle, and hands the batch to publish
+// (the store's), observed (Observer.StartEnqueue) as one batch enqueue.
+func (t *topic) observeBatch(ctx context.Context, data [][]byte, publish func(context.Context, driver.Batch) error) error {
+	send := func(ctx context.Context) error {
+		if err := t.check(); err != nil {
+			return err
 		}
-	}
-	h, tx, err := t.enqueueContext(ctx)
-	if err != nil {
-		return err
-	}
-	errs, err := t.caps.pipeline.PublishPipelined(ctx, t.h.Closed(), driver.Batch{Data: data, Header: h, Tx: tx})
-	if err != nil {
-		return t.publishErr(ctx, "batch", err)
-	}
-	var be *pubsub.BatchError
-	for i, err := range errs {
-		if err == nil {
-			continue
+		for i, d := range data {
+			if err := checkSize(d, t.ps.maxSize); err != nil {
+				return fmt.Errorf("%s: batch item %d on topic %q: %w", t.ps.name, i, t.name, err)
+			}
 		}
-		if be == nil {
-			be = &pubsub.BatchError{Len: len(data)}
+		h, tx, err := t.enqueueContext(ctx)
+		if err != nil {
+			return err
 		}
-		be.Failed = append(be.Failed, i)
-		be.Errs = append(be.Errs, t.publishErr(ctx, fmt.Sprintf("batch item %d", i), err))
+		return publish(ctx, driver.Batch{Data: data, Header: h, Tx: tx})
 	}
-	if be != nil {
-		return be
+	if !t.observed(ctx) {
+		return send(ctx)
 	}
-	return nil
+	ctx, end := t.ps.obs.StartEnqueue(ctx, Enqueue{Topic: t.name, Op: OpEnqueueBatch, N: len(data), Size: -1})
+	err := send(ctx)
+	end(EnqueueEnd{Err: err})
+	return err
 }
 
 // enqueueContext returns the header an enqueue called with ctx gives its

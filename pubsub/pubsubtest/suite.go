@@ -576,25 +576,11 @@ func testDelay(t *testing.T, h Harness) {
 }
 
 func testBatch(t *testing.T, h Harness) {
-	ctx := context.Background()
-	tp := open(t, newPubSub(t, h, Config{MaxDataSize: 64}), "batch")
 	need(t, h.Abilities.Batch, "batch enqueue (pubsub.BatchEnqueuer)")
-	batch := make([][]byte, 100)
-	for i := range batch {
-		batch[i] = fmt.Appendf(nil, "b%03d", i)
-	}
-	// Payloads are bytes, kept exactly, in a batch too.
-	copy(batch, [][]byte{nil, {}, {0, 1, 0, 255, 0}, []byte("ünïcödé ✓")})
-	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
-		t.Fatalf("EnqueueBatch: %v", err)
-	}
-	for i := range batch {
-		m := dequeue(t, tp)
-		wantData(t, m, string(batch[i]))
-		ack(t, m)
-	}
+	tp := open(t, newPubSub(t, h, Config{MaxDataSize: 64}), "batch")
+	batchInOrder(t, tp, 100)
 	bad := [][]byte{[]byte("fine"), make([]byte, 65)}
-	wantErr(t, "EnqueueBatch with an item over the limit", pubsub.EnqueueBatch(ctx, tp, bad), pubsub.ErrTooLarge)
+	wantErr(t, "EnqueueBatch with an item over the limit", pubsub.EnqueueBatch(context.Background(), tp, bad), pubsub.ErrTooLarge)
 	expectNone(t, tp, 200*time.Millisecond) // all or none
 }
 
@@ -602,23 +588,10 @@ func testBatch(t *testing.T, h Harness) {
 // an item over the size limit is refused before anything is sent.
 func testPipelinedBatch(t *testing.T, h Harness) {
 	need(t, h.Abilities.Pipelined, "pipelined batch enqueue (pubsub.PipelinedEnqueuer)")
-	ctx := context.Background()
 	tp := open(t, newPubSub(t, h, Config{MaxDataSize: 64}), "pipelined")
-	batch := make([][]byte, 300)
-	for i := range batch {
-		batch[i] = fmt.Appendf(nil, "p%03d", i)
-	}
-	copy(batch, [][]byte{nil, {}, {0, 1, 0, 255, 0}, []byte("ünïcödé ✓")})
-	if err := pubsub.EnqueueBatch(ctx, tp, batch); err != nil {
-		t.Fatalf("EnqueueBatch: %v", err)
-	}
-	for i := range batch {
-		m := dequeue(t, tp)
-		wantData(t, m, string(batch[i]))
-		ack(t, m)
-	}
+	batchInOrder(t, tp, 300)
 	bad := [][]byte{[]byte("fine"), make([]byte, 65)}
-	err := pubsub.EnqueueBatch(ctx, tp, bad)
+	err := pubsub.EnqueueBatch(context.Background(), tp, bad)
 	wantErr(t, "EnqueueBatch with an item over the limit", err, pubsub.ErrTooLarge)
 	var be *pubsub.BatchError
 	if errors.As(err, &be) {
@@ -626,6 +599,26 @@ func testPipelinedBatch(t *testing.T, h Harness) {
 	}
 	enqueue(t, tp, "after")
 	wantData(t, dequeue(t, tp), "after") // nothing of the refused batch came before
+}
+
+// batchInOrder enqueues a batch of n items with EnqueueBatch and checks
+// that they are delivered in order, each payload kept exactly.
+func batchInOrder(t *testing.T, tp pubsub.Topic, n int) {
+	t.Helper()
+	batch := make([][]byte, n)
+	for i := range batch {
+		batch[i] = fmt.Appendf(nil, "b%03d", i)
+	}
+	// Payloads are bytes, kept exactly, in a batch too.
+	copy(batch, [][]byte{nil, {}, {0, 1, 0, 255, 0}, []byte("ünïcödé ✓")})
+	if err := pubsub.EnqueueBatch(context.Background(), tp, batch); err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	for i := range batch {
+		m := dequeue(t, tp)
+		wantData(t, m, string(batch[i]))
+		ack(t, m)
+	}
 }
 
 func testUnique(t *testing.T, h Harness) {
