@@ -88,7 +88,10 @@ func newPubSub(nc *nats.Conn, owned bool, opts Options, observe func(*engine.Pub
 	if err != nil {
 		return nil, err
 	}
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(o.RequestTimeout))
+	// An asynchronous publish (Enqueue's, a batch's) whose acknowledgement
+	// does not come within RequestTimeout is given up by nats.go too, so
+	// that a server that went away leaves no pending publish behind.
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(o.RequestTimeout), jetstream.WithPublishAsyncTimeout(o.RequestTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("natspubsub: %w", err)
 	}
