@@ -13,30 +13,18 @@
 //
 // # Model
 //
-// A topic is a Kafka topic, its log, and a registry of its subscriptions
-// (names.go, subscriptions.go); a subscription is a share group reading the
-// log from where it ended when the subscription was made, and the
-// subscription's own log; it has a dead log. The default subscription
-// follows package pubsub's rules as in natspubsub (a reserve keeps a plain
-// queue's messages until it is declared). A delivery is a record acquired by
-// a member of the group: Ack accepts it; the lease runs by this process's
-// clock and, when it ends, releases the record (the cluster's record lock is
-// renewed meanwhile); the attempt is the record's delivery count; Nack
-// releases it after the retry backoff, holding its lock meanwhile; a message
-// past the cluster's delivery limit (Options.DeliveryLimit) is appended
-// again to the subscription's own log, keeping its attempts; dead is a copy
-// in the dead log with the raw data, header, reason and attempts, listed,
-// re-queued and purged through admin.DeadLetters (package internal/logstore,
-// shared with natspubsub). Each subscription's copy of a message has an ID
-// of its own. A delayed message waits in the topic's delay log, read by a
-// mover that keeps what is not due in memory and publishes each when due
-// (delay.go). Kafka topics are made on first use or, with Options.Bind, only
-// by PubSub.Provision (a missing one is ErrNoTopic).
-//
-// Other Kafka clients share the log (PubSub.LogTopic): the identity
-// (pubsub.HeaderMessageID, which package relay sets) is the plain record
-// header "conveyor-message-id"; other header keys are "Conveyor-H-" ones.
-// kafkapubsub is a driver of the engine (package pubsub/engine).
+// A topic is a Kafka topic, its log, with a registry of its subscriptions;
+// a subscription is a share group reading the log (from where it ended
+// when the subscription was made) and the subscription's own log, with a
+// dead log. A delivery is a record acquired by a member of the group: Ack
+// accepts it, the lease releases it when it runs out, the attempt is its
+// delivery count, Nack releases it after the backoff; dead is a copy in the
+// dead log, listed, re-queued and purged through admin.DeadLetters. A
+// delayed message waits in the topic's delay log until a mover publishes
+// it. Other Kafka clients share the log (PubSub.LogTopic); a message's
+// identity is the record header "conveyor-message-id". docs/kafkapubsub.md
+// has the whole mapping, and who makes the Kafka topics (Options.Bind,
+// PubSub.Provision).
 //
 // # Consumer-group mode
 //
