@@ -7,8 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/conveyorgo/conveyor/internal/logstore"
-	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
@@ -23,11 +21,9 @@ var _ driver.BatchPublisher = (*topicState)(nil)
 // cluster went away) may have committed all the same, as an Enqueue whose
 // acknowledgement was lost (at least once).
 func (st *topicState) PublishBatch(ctx context.Context, _ <-chan struct{}, b driver.Batch) error {
-	limit := st.s.opts.MaxDataSize
 	for i, data := range b.Data {
-		if n := len(data) + logstore.UserSize(b.Header); b.Header != nil && n > limit {
-			return fmt.Errorf("%w: item %d: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
-				pubsub.ErrTooLarge, i, len(data), n-len(data), limit)
+		if err := st.underMax(data, b.Header); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
 		}
 	}
 	if err := st.ensure(ctx); err != nil {
@@ -43,10 +39,7 @@ func (st *topicState) PublishBatch(ctx context.Context, _ <-chan struct{}, b dri
 	}
 	rs := make([]*kgo.Record, len(b.Data))
 	for i, data := range b.Data {
-		r := &kgo.Record{Topic: st.n.log, Value: append([]byte(nil), data...), Headers: make([]kgo.RecordHeader, 0, 1+len(b.Header))}
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(newID())})
-		putHeader(r, b.Header)
-		rs[i] = r
+		rs[i] = st.record(append([]byte(nil), data...), b.Header)
 	}
 	return st.s.transact(ctx, fmt.Sprintf("publishing a batch of %d to %s", len(rs), st.n.log), rs)
 }

@@ -120,10 +120,20 @@ func (s *subState) pollBufferedLocked(w *worker) {
 		return
 	}
 	p.takeIdleLocked(i)
+	s.startPollLocked(w)
+}
+
+// startPollLocked starts a poll of w, taken from the idle members, and
+// counts what it may bring as asked; it reports false when the store is
+// closed. Called with s.mu held.
+func (s *subState) startPollLocked(w *worker) bool {
+	p := &s.sh
 	p.asked += w.size
 	if !s.st.s.goBackground(func() { s.poll(w) }) {
 		p.asked -= w.size
+		return false
 	}
+	return true
 }
 
 // ackFails is what a member's partition's refused acknowledgements left.
@@ -230,8 +240,9 @@ func (s *subState) Receive(ctx context.Context, stop <-chan struct{}, d *driver.
 		}
 		if k, ok := s.popLocked(desc); ok {
 			s.sh.handed++
+			here := s.releasedHereLocked(k.r)
 			s.mu.Unlock()
-			if m := s.accept(k.w, k.r); m != nil {
+			if m := s.accept(k.w, k.r, here); m != nil {
 				*d = driver.Delivery{Msg: m, Data: m.r.Value, Header: headerOf(m.r), Attempt: m.attempt}
 				return nil
 			}
@@ -306,10 +317,7 @@ func (s *subState) pumpLocked(d subDesc) {
 			// every member has it, and polls one at a time keep the
 			// order of enqueue.
 			for s.st.parts.Load() > 1 && p.wanting > len(p.ready) && len(p.idle) > 0 {
-				w := p.takeIdleLocked(len(p.idle) - 1)
-				p.asked += w.size
-				if !s.st.s.goBackground(func() { s.poll(w) }) {
-					p.asked -= w.size
+				if !s.startPollLocked(p.takeIdleLocked(len(p.idle) - 1)) {
 					return
 				}
 			}
@@ -330,9 +338,7 @@ func (s *subState) pumpLocked(d subDesc) {
 		if w == nil { // maxMembers, none idle
 			return
 		}
-		p.asked += w.size
-		if !s.st.s.goBackground(func() { s.poll(w) }) {
-			p.asked -= w.size
+		if !s.startPollLocked(w) {
 			return
 		}
 	}
@@ -647,6 +653,15 @@ func (s *subState) unseen(ctx context.Context, w *worker, r *kgo.Record) bool {
 func (s *subState) releasedHere(r *kgo.Record) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.releasedHereLocked(r)
+}
+
+// releasedHereLocked is releasedHere, called with s.mu held (Receive
+// holds it to take the record).
+func (s *subState) releasedHereLocked(r *kgo.Record) int {
+	if len(s.sh.released) == 0 {
+		return 0
+	}
 	k := recordKey{r.Topic, r.Partition, r.Offset}
 	n := s.sh.released[k].n
 	if n > 0 {
@@ -711,8 +726,9 @@ func (w *worker) ack(ctx context.Context, r *kgo.Record, status kgo.AckStatus, c
 // with a record not to be handed out: one of the log's published for
 // other subscriptions before the default was declared, or delayed before
 // the subscription was made (accepted), or one whose last allowed lease
-// ran out (dead).
-func (s *subState) accept(w *worker, r *kgo.Record) *message {
+// ran out (dead). releasedHere is how often this process released r
+// unseen (releasedHereLocked), not counted in its attempt.
+func (s *subState) accept(w *worker, r *kgo.Record, releasedHere int) *message {
 	store := s.st.s
 	if s.skips(w.d, r) {
 		ctx, cancel := store.request(context.Background())
@@ -723,7 +739,7 @@ func (s *subState) accept(w *worker, r *kgo.Record) *message {
 	}
 	id := s.idOf(r)
 	base, _ := strconv.Atoi(get(r, logstore.HeaderDelivered))
-	m := &message{w: w, r: r, id: id, attempt: base + int(r.DeliveryCount()) - s.releasedHere(r)}
+	m := &message{w: w, r: r, id: id, attempt: base + int(r.DeliveryCount()) - releasedHere}
 	if max := s.maxAttempts(w.d); m.attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		m.attempt = max

@@ -115,9 +115,8 @@ func (st *topicState) fits(data []byte, h pubsub.Header) error {
 // acknowledged it (acks=all, idempotent). Its header travels as record
 // headers (putHeader), beside conveyor's message ID.
 func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.Outgoing) (bool, error) {
-	if n, limit := len(m.Data)+logstore.UserSize(m.Header), st.s.opts.MaxDataSize; m.Header != nil && n > limit {
-		return false, fmt.Errorf("%w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
-			pubsub.ErrTooLarge, len(m.Data), n-len(m.Data), limit)
+	if err := st.underMax(m.Data, m.Header); err != nil {
+		return false, err
 	}
 	if err := st.ensure(ctx); err != nil {
 		return false, err
@@ -135,10 +134,26 @@ func (st *topicState) Publish(ctx context.Context, _ <-chan struct{}, m driver.O
 	if !m.Owned {
 		data = append([]byte(nil), data...)
 	}
-	r := &kgo.Record{Topic: st.n.log, Value: data, Headers: make([]kgo.RecordHeader, 0, 1+len(m.Header))}
+	return true, st.s.produce(ctx, st.record(data, m.Header))
+}
+
+// underMax returns nil unless data and its header h are over
+// Options.MaxDataSize (an error wrapping pubsub.ErrTooLarge); the engine
+// checks data alone.
+func (st *topicState) underMax(data []byte, h pubsub.Header) error {
+	if n, limit := len(data)+logstore.UserSize(h), st.s.opts.MaxDataSize; h != nil && n > limit {
+		return fmt.Errorf("%w: %d bytes of data and %d of header, the limit is %d for both (Options.MaxDataSize)",
+			pubsub.ErrTooLarge, len(data), n-len(data), limit)
+	}
+	return nil
+}
+
+// record is a record of the log holding data, a new message ID and h.
+func (st *topicState) record(data []byte, h pubsub.Header) *kgo.Record {
+	r := &kgo.Record{Topic: st.n.log, Value: data, Headers: make([]kgo.RecordHeader, 0, 1+len(h))}
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: logstore.HeaderID, Value: []byte(newID())})
-	putHeader(r, m.Header)
-	return true, st.s.produce(ctx, r)
+	putHeader(r, h)
+	return r
 }
 
 // produce appends r and waits for the cluster's acknowledgement, until

@@ -49,21 +49,14 @@ func (st *topicState) PublishPipelined(ctx context.Context, _ <-chan struct{}, b
 	if !ps.goBackground(func() {
 		defer cancel()
 		defer close(done)
-		futures := make([]jetstream.PubAckFuture, len(msgs))
+		waits := make([]func() (*jetstream.PubAck, error), len(msgs))
 		for i, msg := range msgs {
-			futures[i], errs[i] = ps.js.PublishMsgAsync(msg)
+			waits[i] = publishAsync(rctx, ps.js, msg)
 		}
 		stored := 0
-		for i, f := range futures {
-			if f == nil {
-				continue
-			}
-			select {
-			case <-f.Ok():
+		for i, wait := range waits {
+			if _, errs[i] = wait(); errs[i] == nil {
 				stored++
-			case errs[i] = <-f.Err():
-			case <-rctx.Done():
-				errs[i] = rctx.Err()
 			}
 		}
 		if stored > 0 {

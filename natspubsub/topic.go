@@ -98,7 +98,7 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 	rctx, cancel := ps.request(context.WithoutCancel(ctx))
 	if !ps.goBackground(func() {
 		defer cancel()
-		p.ack, p.err = publishAsync(rctx, ps.js, msg)
+		p.ack, p.err = publishAsync(rctx, ps.js, msg)()
 		if p.err == nil {
 			ps.answered()
 		}
@@ -150,28 +150,31 @@ func (st *topicState) publishMsg(ctx context.Context, msg *nats.Msg) (dup bool, 
 }
 
 // publishAsync publishes msg with JetStream's asynchronous publish and
-// waits for its acknowledgement until ctx ends: the connection's one
-// reply subscription answers every publish, where a synchronous publish
-// is a request of its own (docs/natspubsub.md, "Enqueue through the
-// asynchronous publish").
-// Both retry a publish that found no stream (no responders) alike. With
-// more publishes awaiting their acknowledgement than nats.go allows
-// (PublishAsyncMaxPending), it publishes synchronously instead.
-func publishAsync(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (*jetstream.PubAck, error) {
+// returns a wait for its acknowledgement, which gives up when ctx ends:
+// the connection's one reply subscription answers every publish, where a
+// synchronous publish is a request of its own (docs/natspubsub.md,
+// "Enqueue through the asynchronous publish"). Both retry a publish that
+// found no stream (no responders) alike. With more publishes awaiting
+// their acknowledgement than nats.go allows (PublishAsyncMaxPending), it
+// publishes synchronously instead, before it returns.
+func publishAsync(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) (wait func() (*jetstream.PubAck, error)) {
 	f, err := js.PublishMsgAsync(msg)
 	if errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-		return js.PublishMsg(ctx, msg)
+		ack, err := js.PublishMsg(ctx, msg)
+		return func() (*jetstream.PubAck, error) { return ack, err }
 	}
 	if err != nil {
-		return nil, err
+		return func() (*jetstream.PubAck, error) { return nil, err }
 	}
-	select {
-	case ack := <-f.Ok():
-		return ack, nil
-	case err := <-f.Err():
-		return nil, err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	return func() (*jetstream.PubAck, error) {
+		select {
+		case ack := <-f.Ok():
+			return ack, nil
+		case err := <-f.Err():
+			return nil, err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
