@@ -38,6 +38,10 @@
 //     conveyor.settle.outcome and the span's status. Listeners run inside
 //     it (pubsub.HandlingContext), so their own spans and logs join the
 //     trace.
+//   - A span's attributes are set once it records: a sampler decides on
+//     its name ("send orders", "process orders") and kind, which name the
+//     topic and the operation, and a message not sampled costs no copy of
+//     them.
 //
 // # Metrics
 //

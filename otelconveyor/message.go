@@ -44,8 +44,7 @@ type message struct {
 	span  trace.Span
 	ctx   context.Context // carries span, for the metrics of the settlement
 	begin time.Time
-	done  atomic.Bool           // settled (or its settlement failed): counted and ended once
-	attrs [3]attribute.KeyValue // the delivery's own span attributes (deliver)
+	done  atomic.Bool // settled (or its settlement failed): counted and ended once
 }
 
 var (
@@ -81,19 +80,14 @@ func (w *topic_) deliver(m pubsub.Message) *message {
 	if h := pubsub.MessageHeader(m); len(h) > 0 {
 		parent = w.tel.propagator.Extract(parent, headerCarrier(h))
 	}
-	ctx, span := w.tel.tracer.Start(parent, w.processName, w.processStart...)
+	ctx, span := w.tel.tracer.Start(parent, w.processName, processStart...)
 	d := &message{Message: m, w: w, span: span, ctx: ctx, begin: time.Now()}
 	if span.IsRecording() {
-		// The attributes go in d, which is on the heap anyway, rather than
-		// in a slice of their own: the span copies them.
-		d.attrs[0] = semconv.MessagingMessageID(m.ID())
-		d.attrs[1] = semconv.MessagingMessageBodySize(len(m.Data()))
-		n := 2
+		span.SetAttributes(w.processAttrs...)
+		span.SetAttributes(semconv.MessagingMessageID(m.ID()), semconv.MessagingMessageBodySize(len(m.Data())))
 		if a := pubsub.Attempt(m); a > 0 {
-			d.attrs[n] = attribute.Int("conveyor.message.attempt", a)
-			n++
+			span.SetAttributes(attribute.Int("conveyor.message.attempt", a))
 		}
-		span.SetAttributes(d.attrs[:n]...)
 	}
 	w.cons.counts.consumed.Add(1)
 	return d
@@ -159,7 +153,7 @@ func (m *message) settled(outcome string, reason, err error) {
 		m.span.End()
 		return
 	}
-	tel.processTime.Record(m.ctx, time.Since(m.begin).Seconds(), cons.record...)
+	tel.processTime.Record(exemplarContext(m.ctx, m.span), time.Since(m.begin).Seconds(), cons.record...)
 	counter, attrs := &cons.counts.dead, deadAttrs
 	switch outcome {
 	case OutcomeAck:

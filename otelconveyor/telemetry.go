@@ -1,6 +1,7 @@
 package otelconveyor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -134,4 +135,16 @@ func newAttrs(topic, sub string) *attrs {
 func (t *Telemetry) counted(a *attrs) *attrs {
 	a.counts = t.counters.of(a.topic, a.sub, a.span)
 	return a
+}
+
+// exemplarContext is the ctx a measurement of span's operation is
+// recorded with: ctx, which carries span, when span records, so that the
+// SDK can keep the measurement as an exemplar of its trace; else none,
+// which spares the SDK a search of ctx for a span it would not keep (its
+// default filter keeps exemplars of sampled spans only).
+func exemplarContext(ctx context.Context, span trace.Span) context.Context {
+	if span.IsRecording() {
+		return ctx
+	}
+	return context.Background()
 }

@@ -3,8 +3,6 @@ package otelconveyor
 import (
 	"context"
 	"io"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -132,16 +130,21 @@ func (t *Telemetry) WrapTopic(inner pubsub.Topic, topic, sub string) pubsub.Topi
 	w := &topic_{inner: inner, tel: t, pub: pub, cons: cons, retry: retry,
 		sendName: "send " + topic, processName: "process " + topic}
 	for op := range numSendOps {
-		a := append(append([]attribute.KeyValue(nil), pub.span...), semconv.MessagingOperationTypeSend,
+		w.sendAttrs[op] = append(append([]attribute.KeyValue(nil), pub.span...), semconv.MessagingOperationTypeSend,
 			semconv.MessagingOperationName(sendOpNames[op]))
-		w.sendStart[op] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(a...)}
-		w.sendSized[op].New = func() any { return newSendOptions(a) }
 	}
-	a := append(append([]attribute.KeyValue(nil), cons.span...), semconv.MessagingOperationTypeProcess,
+	w.processAttrs = append(append([]attribute.KeyValue(nil), cons.span...), semconv.MessagingOperationTypeProcess,
 		semconv.MessagingOperationName("process"))
-	w.processStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(a...)}
 	return w
 }
+
+// The start options of the spans: their kind only. A span's attributes
+// are set once it records (see doc.go): the SDK copies the attributes
+// given at the start of every span, recorded or not.
+var (
+	sendStart    = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)}
+	processStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+)
 
 // sendOp is the operation of a send span (messaging.operation.name).
 type sendOp int
@@ -164,11 +167,10 @@ type topic_ struct {
 	retry        pubsub.RetryPolicy
 	sendName     string
 	processName  string
-	sendStart    [numSendOps][]trace.SpanStartOption // a send span's kind and attributes, by operation
-	sendSized    [numSendOps]sync.Pool               // of *sendOptions, by operation
-	processStart []trace.SpanStartOption             // a process span's kind and attributes
-	watch        func()                              // adds the subscription to the gauges (Wrap), or nil
-	watched      atomic.Bool                         // watch was called
+	sendAttrs    [numSendOps][]attribute.KeyValue // a send span's attributes, by operation
+	processAttrs []attribute.KeyValue             // a process span's attributes
+	watch        func()                           // adds the subscription to the gauges (Wrap), or nil
+	watched      atomic.Bool                      // watch was called
 }
 
 var (
@@ -296,47 +298,23 @@ type sending struct {
 
 func (w *topic_) start(ctx context.Context, n, size int, op sendOp) sending {
 	begin := time.Now()
-	var span trace.Span
-	switch {
-	case n != 1:
-		ctx, span = w.startSized(ctx, op, semconv.MessagingBatchMessageCount(n))
-	case size >= 0:
-		ctx, span = w.startSized(ctx, op, semconv.MessagingMessageBodySize(size))
-	default:
-		ctx, span = w.tel.tracer.Start(ctx, w.sendName, w.sendStart[op]...)
+	ctx, span := w.tel.tracer.Start(ctx, w.sendName, sendStart...)
+	if span.IsRecording() {
+		span.SetAttributes(w.sendAttrs[op]...)
+		switch {
+		case n != 1:
+			span.SetAttributes(semconv.MessagingBatchMessageCount(n))
+		case size >= 0:
+			span.SetAttributes(semconv.MessagingMessageBodySize(size))
+		}
 	}
 	return sending{w: w, ctx: w.tel.inject(ctx), span: span, begin: begin, n: n}
-}
-
-// sendOptions are the start options of a send span of one operation whose
-// last attribute, the message's size or the batch's count, is written for
-// each span. The options are made once, since making one allocates; the
-// tracer copies the attributes (trace.NewSpanStartConfig), so that they
-// can be written anew once the span is started.
-type sendOptions struct {
-	attrs []attribute.KeyValue // the operation's, then the size or count
-	opts  []trace.SpanStartOption
-}
-
-func newSendOptions(op []attribute.KeyValue) *sendOptions {
-	o := &sendOptions{attrs: append(slices.Clip(op), attribute.KeyValue{})}
-	o.opts = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(o.attrs...)}
-	return o
-}
-
-// startSized starts a send span of op with its attributes and last.
-func (w *topic_) startSized(ctx context.Context, op sendOp, last attribute.KeyValue) (context.Context, trace.Span) {
-	o := w.sendSized[op].Get().(*sendOptions)
-	o.attrs[len(o.attrs)-1] = last
-	ctx, span := w.tel.tracer.Start(ctx, w.sendName, o.opts...)
-	w.sendSized[op].Put(o)
-	return ctx, span
 }
 
 // end counts the enqueue, if it succeeded, and ends its span.
 func (s sending) end(err error) {
 	tel, pub := s.w.tel, s.w.pub
-	tel.sendDuration.Record(s.ctx, time.Since(s.begin).Seconds(), pub.record...)
+	tel.sendDuration.Record(exemplarContext(s.ctx, s.span), time.Since(s.begin).Seconds(), pub.record...)
 	switch {
 	case err == nil:
 		pub.counts.sent.Add(int64(s.n))

@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"unicode/utf8"
@@ -65,17 +66,36 @@ func ValidateHeader(h Header) error {
 		if err := checkHeaderKey(k); err != nil {
 			return fmt.Errorf("%w: key %q: %s", ErrInvalidHeader, k, err)
 		}
-		if !utf8.ValidString(v) {
-			return fmt.Errorf("%w: the value of %q is not valid UTF-8", ErrInvalidHeader, k)
-		}
-		for _, r := range v {
-			if r < 0x20 || r == 0x7f {
-				return fmt.Errorf("%w: the value of %q holds the control character %U", ErrInvalidHeader, k, r)
-			}
+		if err := checkHeaderValue(v); err != nil {
+			return fmt.Errorf("%w: the value of %q %s", ErrInvalidHeader, k, err)
 		}
 	}
 	if size > MaxHeaderSize {
 		return fmt.Errorf("%w: %d bytes, the most is %d", ErrInvalidHeader, size, MaxHeaderSize)
+	}
+	return nil
+}
+
+// checkHeaderValue fails when v is not valid UTF-8 or holds a control
+// character; it reads an ASCII value a byte at a time, and decodes runes
+// only from the first byte that is not ASCII.
+func checkHeaderValue(v string) error {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= utf8.RuneSelf {
+			if !utf8.ValidString(v[i:]) {
+				return errors.New("is not valid UTF-8")
+			}
+			for _, r := range v[i:] {
+				if r < 0x20 || r == 0x7f {
+					return fmt.Errorf("holds the control character %U", r)
+				}
+			}
+			return nil
+		}
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("holds the control character %U", rune(c))
+		}
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ func TestValidateHeader(t *testing.T) {
 		{"NULInValue", pubsub.Header{"k": "a\x00b"}, "control character", "k"},
 		{"DELInValue", pubsub.Header{"k": "a\x7fb"}, "control character", "k"},
 		{"ValueNotUTF8", pubsub.Header{"k": "a\xffb"}, "not valid UTF-8", "k"},
+		{"ValueNotUTF8AfterUnicode", pubsub.Header{"k": "ü\xffb"}, "not valid UTF-8", "k"},
+		{"LineBreakAfterUnicode", pubsub.Header{"k": "ü\nb"}, "control character", "k"},
+		{"DELAfterUnicode", pubsub.Header{"k": "✓\x7f"}, "control character", "k"},
 		{"TooManyKeys", tooMany, "65 keys", ""},
 		{"TooLarge", pubsub.Header{"k": strings.Repeat("v", pubsub.MaxHeaderSize)}, "bytes, the most is", ""},
 	} {
