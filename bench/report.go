@@ -35,6 +35,7 @@ type Result struct {
 	Backlog  *BacklogStats `json:"backlog,omitempty"`
 	Publish  float64       `json:"publish_msgs_s,omitempty"` // fan-out: median publish rate (Median: delivered)
 	Subs     int           `json:"subscriptions,omitempty"`  // fan-out: subscriptions made
+	CPU      float64       `json:"cpu_us_per_msg,omitempty"` // round trip, events: median CPU µs a message (Run.CPU)
 	baseline bool
 }
 
@@ -106,9 +107,10 @@ func median(xs []float64) float64 {
 
 // summarize fills the medians of r from its runs.
 func (r *Result) summarize() {
-	var v, p50, p90, p99, pub []float64
+	var v, p50, p90, p99, pub, cpu []float64
 	for _, run := range r.Runs {
 		v = append(v, run.Value)
+		cpu = append(cpu, run.CPU)
 		pub = append(pub, run.Publish)
 		r.Subs = run.Subs
 		p50 = append(p50, run.P50)
@@ -118,6 +120,7 @@ func (r *Result) summarize() {
 		r.Lost = max(r.Lost, run.Lost)
 	}
 	r.Median = median(v)
+	r.CPU = median(cpu)
 	if r.Scenario == ScLatency {
 		r.P50, r.P90, r.P99 = median(p50), median(p90), median(p99)
 	}
@@ -398,6 +401,16 @@ func otelTargets(results []Result) []Target {
 				Actual: fmt.Sprintf("%s msgs/s = %.2f× uninstrumented (%s), %s",
 					num(wrapped.Median), wrapped.Median/plain.Median, num(plain.Median), m.says)})
 		}
+	}
+	// What a user pays (issue 35): the CPU a message costs more when
+	// instrumented, send and process, at 1% sampling, on the in-memory
+	// round trip, where every goroutine runs in this process.
+	plain, wrapped := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "conveyor channelpubsub"+otelSampled.suffix(), ScRoundtrip)
+	if plain != nil && wrapped != nil && plain.CPU > 0 && wrapped.CPU > 0 {
+		cost := wrapped.CPU - plain.CPU
+		ts = append(ts, Target{Goal: "OTel cost at 1% sampling: ≤ 1 µs of CPU a message, send and process (channelpubsub round trip)",
+			Met: cost <= 1, Actual: fmt.Sprintf("%.2f µs a message: %.2f µs instrumented, %.2f µs uninstrumented (CPU of the bench process over messages, medians)",
+				cost, wrapped.CPU, plain.CPU)})
 	}
 	return ts
 }

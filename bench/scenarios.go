@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -40,6 +41,10 @@ type Run struct {
 	Backlog *BacklogStats `json:"backlog,omitempty"`        // backlog only
 	Subs    int           `json:"subscriptions,omitempty"`  // fan-out: subscriptions made (0: publish only)
 	Publish float64       `json:"publish_msgs_s,omitempty"` // fan-out: msgs/s published (Value: delivered, or published with no subscription)
+	// CPU is the CPU time (user and system) the bench process spent per
+	// message in the timed part, in microseconds: round trip and events
+	// (in memory, every goroutine of the system runs in this process).
+	CPU float64 `json:"cpu_us_per_msg,omitempty"`
 }
 
 // applicable reports whether scenario sc runs on system s, and why not.
@@ -408,6 +413,7 @@ func produceConsume(ctx context.Context, inst Instance, cfg Config, n int, stamp
 		return Run{}, err
 	}
 	var next atomic.Int64
+	cpu0 := processCPU()
 	start := time.Now()
 	perr := make(chan error, 1)
 	go func() {
@@ -432,6 +438,7 @@ func produceConsume(ctx context.Context, inst Instance, cfg Config, n int, stamp
 	}()
 	capped := c.wait(ctx, cfg.MaxRun)
 	el := time.Since(start)
+	cpu := processCPU() - cpu0
 	done := c.done.Load()
 	cancel()
 	err = <-perr
@@ -441,7 +448,20 @@ func produceConsume(ctx context.Context, inst Instance, cfg Config, n int, stamp
 	if g := garbled.Load(); g > 0 && err == nil {
 		err = fmt.Errorf("%d of %d messages were handled garbled", g, done)
 	}
-	return Run{Value: rate(done, el), Count: done, Elapsed: el, Capped: capped}, err
+	run := Run{Value: rate(done, el), Count: done, Elapsed: el, Capped: capped}
+	if done > 0 {
+		run.CPU = float64(cpu) / float64(time.Microsecond) / float64(done)
+	}
+	return run, err
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fanOutSubs is the number of subscriptions of the fan-out scenario.
