@@ -67,7 +67,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	s.mu.Lock()
 	created, desc, gen := s.created, s.desc, s.gen
 	s.mu.Unlock()
-	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
+	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.Skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
 		_ = s.acked(jm.Ack()) // not this subscription's
 		return nil
 	}
