@@ -107,7 +107,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		m.unseen = min(rec.unseen, d.Attempt-1)
 		d.Attempt -= m.unseen
 	}
-	if max := s.retryPolicy().WithDefaults().MaxAttempts; d.Attempt > max {
+	if max := s.subConfig().Retry.WithDefaults().MaxAttempts; d.Attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		d.Attempt = max
 		if err := m.kill(context.Background(), driver.ReasonLeaseExpired); err != nil {

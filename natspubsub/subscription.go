@@ -266,15 +266,10 @@ func (s *subState) forget() {
 func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := ps.topic(topic)
 	s := st.sub(sub)
-	var own *pubsub.RetryPolicy
-	if cfg.Own {
-		own = &cfg.Retry
-	}
-	if _, err := s.declare(ctx, own); err != nil {
+	if _, err := s.declare(ctx, logstore.OwnRetry(cfg)); err != nil {
 		return driver.SubscriptionConfig{}, err
 	}
-	_, d := s.cached()
-	got := driver.SubscriptionConfig{Retry: s.retryPolicy(), Lease: ps.opts.Lease, Own: d.Retry != nil}
+	got := s.subConfig()
 	if sub == pubsub.DefaultSubscription {
 		return got, nil
 	}
@@ -285,13 +280,12 @@ func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Su
 	return got, st.retireReserve(ctx, stream)
 }
 
-// retryPolicy is the subscription's retry policy, as its consumer's
-// description found or made last says: its own, or the PubSub's.
-func (s *subState) retryPolicy() pubsub.RetryPolicy {
-	if _, d := s.cached(); d.Retry != nil {
-		return *d.Retry
-	}
-	return s.st.ps.opts.Retry
+// subConfig is the subscription's configuration, as its consumer's
+// description found or made last says: its own retry policy, or the
+// PubSub's.
+func (s *subState) subConfig() driver.SubscriptionConfig {
+	_, d := s.cached()
+	return d.Config(driver.SubscriptionConfig{Retry: s.st.ps.opts.Retry, Lease: s.st.ps.opts.Lease})
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // A subscription on a log store is a named group that gets what is
@@ -94,6 +95,24 @@ func (d Subscription[P, R]) NoteUntil(end func() (P, error)) (_ Subscription[P, 
 		return d, false, err
 	}
 	return d, true, nil
+}
+
+// OwnRetry is the retry policy a subscription made with cfg keeps: cfg's
+// when it is its own, else none.
+func OwnRetry(cfg driver.SubscriptionConfig) *pubsub.RetryPolicy {
+	if cfg.Own {
+		return &cfg.Retry
+	}
+	return nil
+}
+
+// Config is the subscription's configuration: defaults, with its own
+// retry policy when it has one.
+func (d Subscription[P, R]) Config(defaults driver.SubscriptionConfig) driver.SubscriptionConfig {
+	if d.Retry != nil {
+		defaults.Retry, defaults.Own = *d.Retry, true
+	}
+	return defaults
 }
 
 // Skips reports whether the record at r is not the subscription's: it was
