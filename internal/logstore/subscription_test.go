@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub"
+	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // last is a position that, like a JetStream stream sequence, is the last
@@ -177,4 +178,18 @@ func describe(t *testing.T, d any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A subscription keeps a retry policy only when it was given one of its
+// own, and its configuration says so.
+func TestOwnRetry(t *testing.T) {
+	defaults := driver.SubscriptionConfig{Retry: pubsub.RetryPolicy{MaxAttempts: 5}, Lease: time.Minute}
+	if got := (seqSub{Sub: "a", Retry: OwnRetry(defaults)}).Config(defaults); got != defaults {
+		t.Fatalf("Config without a policy of its own = %+v, want the defaults %+v", got, defaults)
+	}
+	own := driver.SubscriptionConfig{Retry: pubsub.RetryPolicy{MaxAttempts: 2}, Own: true}
+	want := driver.SubscriptionConfig{Retry: own.Retry, Lease: time.Minute, Own: true}
+	if got := (seqSub{Sub: "a", Retry: OwnRetry(own)}).Config(defaults); got != want {
+		t.Fatalf("Config with a policy of its own = %+v, want %+v", got, want)
+	}
 }
