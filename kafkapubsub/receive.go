@@ -205,7 +205,7 @@ func (s *subState) names(ctx context.Context) (subNames, error) {
 
 // maxAttempts is the subscription's MaxAttempts.
 func (s *subState) maxAttempts(d subDesc) int {
-	return s.st.s.configOf(d).Retry.WithDefaults().MaxAttempts
+	return d.Config(s.st.s.env.Defaults).Retry.WithDefaults().MaxAttempts
 }
 
 // fetchFailed reports a failed fetch of the subscription's
@@ -239,7 +239,7 @@ func fetchErr(fetches kgo.Fetches) error {
 // one of the log's published for other subscriptions before the default
 // was declared, or delayed before the subscription was made.
 func (s *subState) skips(d subDesc, r *kgo.Record) bool {
-	return r.Topic == s.st.n.log && (d.skips(r.Partition, r.Offset) ||
+	return r.Topic == s.st.n.log && (d.Skips(r) ||
 		logstore.EnqueuedBefore(func(k string) string { return get(r, k) }, time.Unix(0, d.Created)))
 }
 

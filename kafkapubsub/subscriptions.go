@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
@@ -20,21 +20,12 @@ import (
 // need it: every process with the same prefix sees the same ones. Each
 // subscription is a share group that starts at the end of the topic's log
 // as it was when the subscription was made, so it gets what is
-// published after. package pubsub's rules on the default subscription map
-// onto them as in natspubsub:
+// published after, and follows the log layer's rules on the default
+// subscription (logstore.Subscription), but for two:
 //
-//   - A publish to a topic without subscriptions first makes the default
-//     subscription in reserve (not listed): it keeps a plain queue's
-//     messages.
-//   - Consuming the default, or subscribing to its name, declares it.
-//   - A named subscription made while the default is a reserve notes, in
-//     the reserve, where the log ended then (Until): the default, once
-//     declared, skips the records from there to where the log ended at
-//     its declaration, which were published for the named ones.
-//   - DeleteSubscription removes it from the registry and deletes its
-//     group and logs; the last one is replaced by a reserve, so later
-//     publishes are kept for the default (not with Options.Bind, which
-//     makes no Kafka topic: a publish is then ErrNoTopic).
+//   - With Options.Bind, a deleted last subscription leaves no reserve
+//     (a reserve's Kafka topics are the operator's to make): a publish is
+//     then ErrNoTopic.
 //   - Provision makes reserves of named subscriptions too, declared
 //     by a Subscribe (provision.go).
 //
@@ -46,26 +37,32 @@ var _ driver.Subscriptions = (*store)(nil)
 
 // subDesc is a subscription as its registry keeps it.
 type subDesc struct {
-	Sub string `json:"subscription"`
+	logstore.Subscription[offsets, *kgo.Record]
 	// Gen is the generation in its names (names.go).
-	Gen     string `json:"gen"`
-	Reserve bool   `json:"reserve,omitempty"`
-	// Until: the reserve's messages end at these offsets of the log's
-	// partitions (nil: none ends yet).
-	Until map[int32]int64 `json:"until,omitempty"`
-	// SkipFrom to SkipTo (exclusive): offsets of the log's partitions
-	// that are not the declared default's.
-	SkipFrom map[int32]int64 `json:"skip_from,omitempty"`
-	SkipTo   map[int32]int64 `json:"skip_to,omitempty"`
-	// Retry is the retry policy it was made with, nil for one made
-	// without (it delivers with each PubSub's).
-	Retry *pubsub.RetryPolicy `json:"retry,omitempty"`
+	Gen string `json:"gen"`
 	// Created is when it was made, in nanoseconds since the Unix epoch,
 	// by its maker's clock: a message delayed before is not its own.
 	Created int64 `json:"created,omitempty"`
 	// Groups: it was made in consumer-group mode (Options.ConsumerGroups),
 	// a consumer group; else a share group.
 	Groups bool `json:"consumer_groups,omitempty"`
+}
+
+// offsets are offsets of the partitions of a topic's log; as where the
+// log ends, each is the offset its partition's next record gets.
+type offsets map[int32]int64
+
+// IsSet reports whether o are offsets (nil: none).
+func (o offsets) IsSet() bool { return o != nil }
+
+// Next is o: an end offset is the next record's.
+func (o offsets) Next() offsets { return o }
+
+// Holds reports whether record r of the log is from o to end, end
+// excluded.
+func (o offsets) Holds(end offsets, r *kgo.Record) bool {
+	from, ok := o[r.Partition]
+	return ok && r.Offset >= from && r.Offset < end[r.Partition]
 }
 
 // sameMode returns nil when d was made in the store's mode, else an error
@@ -78,13 +75,6 @@ func (s *store) sameMode(d subDesc) error {
 	mode := map[bool]string{false: "share-group", true: "consumer-group"}
 	return fmt.Errorf("%w: subscription %q was made in %s mode; this PubSub's Options.ConsumerGroups is %v",
 		ErrInvalidConfig, d.Sub, mode[d.Groups], s.opts.ConsumerGroups)
-}
-
-// skips reports whether the record at offset of partition of the topic's
-// log is not the subscription's.
-func (d subDesc) skips(partition int32, offset int64) bool {
-	from, ok := d.SkipFrom[partition]
-	return ok && offset >= from && offset < d.SkipTo[partition]
 }
 
 // registry reads the topic's subscriptions.
@@ -107,8 +97,7 @@ func registryOf(recs []*kgo.Record) registry {
 			delete(reg, string(r.Key))
 			continue
 		}
-		var d subDesc
-		if json.Unmarshal(r.Value, &d) == nil && d.Sub == string(r.Key) {
+		if d, ok := logstore.Parse[subDesc](r.Value); ok && d.Sub == string(r.Key) {
 			reg[d.Sub] = d
 		}
 	}
@@ -133,8 +122,8 @@ func (st *topicState) drop(ctx context.Context, sub string) error {
 // dead log and its share group (or consumer group), which starts at the
 // log's end; reserve and retry as given. It does not write the registry.
 func (st *topicState) create(ctx context.Context, sub string, reserve bool, retry *pubsub.RetryPolicy) (subDesc, error) {
-	d := subDesc{Sub: sub, Gen: newID()[:8], Reserve: reserve, Retry: retry, Created: time.Now().UnixNano(),
-		Groups: st.s.opts.ConsumerGroups}
+	d := subDesc{Gen: newID()[:8], Created: time.Now().UnixNano(), Groups: st.s.opts.ConsumerGroups}
+	d.Sub, d.Reserve, d.Retry = sub, reserve, retry
 	n := st.n.sub(sub, d.Gen)
 	s := st.s
 	for _, k := range st.subTopics(sub, d.Gen) {
@@ -190,15 +179,11 @@ func (s *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Sub
 	if err := st.ensure(ctx); err != nil {
 		return driver.SubscriptionConfig{}, err
 	}
-	var own *pubsub.RetryPolicy
-	if cfg.Own {
-		own = &cfg.Retry
-	}
-	d, err := st.subscribe(ctx, sub, own, false)
+	d, err := st.subscribe(ctx, sub, logstore.OwnRetry(cfg), false)
 	if err != nil {
 		return driver.SubscriptionConfig{}, err
 	}
-	return s.configOf(d), nil
+	return d.Config(s.env.Defaults), nil
 }
 
 // subscribe makes subscription sub of the topic, whose Kafka topics
@@ -228,14 +213,11 @@ func (st *topicState) subscribe(ctx context.Context, sub string, own *pubsub.Ret
 			return subDesc{}, err
 		}
 	}
+	end := func() (offsets, error) { return s.endOffsets(ctx, st.n.log) }
 	switch {
 	case ok && d.Reserve && !provision: // the default's, or one Provision made: declared
-		d.Reserve, d.Retry = false, own
-		if d.Until != nil {
-			if d.SkipTo, err = s.endOffsets(ctx, st.n.log); err != nil {
-				return subDesc{}, err
-			}
-			d.SkipFrom, d.Until = d.Until, nil
+		if d.Subscription, err = d.Declare(own, end); err != nil {
+			return subDesc{}, err
 		}
 		if err := st.write(ctx, d); err != nil {
 			return subDesc{}, err
@@ -252,12 +234,15 @@ func (st *topicState) subscribe(ctx context.Context, sub string, own *pubsub.Ret
 			return subDesc{}, err
 		}
 	}
-	if def, ok := reg[pubsub.DefaultSubscription]; sub != pubsub.DefaultSubscription && ok && def.Reserve && def.Until == nil {
-		if def.Until, err = s.endOffsets(ctx, st.n.log); err != nil {
+	if def, ok := reg[pubsub.DefaultSubscription]; sub != pubsub.DefaultSubscription && ok {
+		var noted bool
+		if def.Subscription, noted, err = def.NoteUntil(end); err != nil {
 			return subDesc{}, err
 		}
-		if err := st.write(ctx, def); err != nil {
-			return subDesc{}, err
+		if noted {
+			if err := st.write(ctx, def); err != nil {
+				return subDesc{}, err
+			}
 		}
 	}
 	st.markPublishable()
@@ -265,15 +250,6 @@ func (st *topicState) subscribe(ctx context.Context, sub string, own *pubsub.Ret
 		st.sub(sub).keep(d)
 	}
 	return d, nil
-}
-
-// configOf is the configuration of the subscription d.
-func (s *store) configOf(d subDesc) driver.SubscriptionConfig {
-	c := s.env.Defaults
-	if d.Retry != nil {
-		c.Retry, c.Own = *d.Retry, true
-	}
-	return c
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.
@@ -285,17 +261,8 @@ func (s *store) Subscriptions(ctx context.Context, topic string) ([]string, erro
 	return reg.named(), nil
 }
 
-// named returns the subscriptions of reg made by name (not the default's
-// reserve), sorted.
-func (reg registry) named() []string {
-	names := []string{}
-	for _, name := range slices.Sorted(maps.Keys(reg)) {
-		if !reg[name].Reserve {
-			names = append(names, name)
-		}
-	}
-	return names
-}
+// named returns the listed subscriptions of reg (not reserves), sorted.
+func (reg registry) named() []string { return logstore.Names(maps.Values(reg)) }
 
 // DeleteSubscription removes subscription sub of topic: its registry
 // entry, its group, its own log and its dead log (best effort, with

@@ -67,7 +67,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 	s.mu.Lock()
 	created, desc, gen := s.created, s.desc, s.gen
 	s.mu.Unlock()
-	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
+	if !s.st.n.addressedTo(jm.Subject(), s.tok) || desc.Skips(meta.Sequence.Stream) || delayedBefore(jm, created) {
 		_ = s.acked(jm.Ack()) // not this subscription's
 		return nil
 	}
@@ -107,7 +107,7 @@ func (s *subState) accept(jm jetstream.Msg) *message {
 		m.unseen = min(rec.unseen, d.Attempt-1)
 		d.Attempt -= m.unseen
 	}
-	if max := s.retryPolicy().WithDefaults().MaxAttempts; d.Attempt > max {
+	if max := s.subConfig().Retry.WithDefaults().MaxAttempts; d.Attempt > max {
 		// Delivered again after the lease of its last attempt ran out.
 		d.Attempt = max
 		if err := m.kill(context.Background(), driver.ReasonLeaseExpired); err != nil {

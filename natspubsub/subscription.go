@@ -9,30 +9,20 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/conveyorgo/conveyor/internal/logstore"
 	"github.com/conveyorgo/conveyor/pubsub"
 	"github.com/conveyorgo/conveyor/pubsub/driver"
 )
 
 // Subscriptions are durable consumers of the topic's stream, each getting
-// every message stored after it was created. package pubsub's rules on
-// the default subscription map onto them so:
-//
-//   - A subscription gets only what is published after its consumer was
-//     made, and a topic's stream keeps only what some consumer has not
-//     acked (prune.go), so a publish to a topic with no consumer first
-//     creates the default subscription's consumer in reserve: it keeps
-//     the messages of a plain queue but is not listed, since nobody
-//     consumed the default yet.
-//   - Consuming the default, or subscribing to its name, declares it: the
-//     reserve becomes a listed subscription, keeping what it holds.
-//   - A named subscription created while the default is a reserve retires
-//     the reserve when it holds nothing; else the reserve keeps its
-//     messages, and notes the stream's last sequence (until): the
-//     messages after it were published to the named subscriptions, so the
-//     default, once declared, skips those stored before it was declared.
-//   - DeleteSubscription deletes the consumer and the subscription's dead
-//     letters; the last consumer of a topic is replaced by a reserve, so
-//     later publishes are kept for the default.
+// every message stored after it was created, described by a
+// logstore.Subscription, whose rules on the default subscription they
+// follow. A topic's stream keeps only what some consumer has not acked
+// (prune.go), so the default's reserve is a consumer too. A named
+// subscription made while the default is a reserve retires the reserve
+// when it holds nothing, else notes its Until. DeleteSubscription deletes
+// the consumer and the subscription's dead letters; the last consumer of
+// a topic is replaced by a reserve.
 //
 // Processes that share a prefix see each other's subscriptions at once:
 // they are the server's. A process looks once per topic whether it has a
@@ -41,47 +31,49 @@ import (
 // publish is not lost.
 
 // consumerDesc is what conveyor keeps in a consumer's description.
-type consumerDesc struct {
-	Sub     string `json:"subscription"`
-	Reserve bool   `json:"reserve,omitempty"`
-	// Until: the reserve's messages end at this stream sequence (0:
-	// none ends yet).
-	Until uint64 `json:"until,omitempty"`
-	// SkipFrom to SkipTo: stream sequences that are not the declared
-	// default's (published to named subscriptions while it was a
-	// reserve).
-	SkipFrom uint64 `json:"skip_from,omitempty"`
-	SkipTo   uint64 `json:"skip_to,omitempty"`
-	// Retry is the retry policy the subscription was made with
-	// (driver.Subscriptions.Subscribe); nil for one made on first use,
-	// which delivers with each PubSub's own.
-	Retry *pubsub.RetryPolicy `json:"retry,omitempty"`
-}
+type consumerDesc = logstore.Subscription[seq, uint64]
 
-func (d consumerDesc) String() string {
+// seq is a stream sequence, a position in a topic's stream: a stream ends
+// at its last sequence, a record's.
+type seq uint64
+
+// IsSet reports whether s is a sequence (a stream's starts at 1).
+func (s seq) IsSet() bool { return s > 0 }
+
+// Next is the sequence after s.
+func (s seq) Next() seq { return s + 1 }
+
+// Holds reports whether stream sequence r is from s to end, both
+// included.
+func (s seq) Holds(end seq, r uint64) bool { return uint64(s) <= r && r <= uint64(end) }
+
+// describe is d as a consumer's description.
+func describe(d consumerDesc) string {
 	b, _ := json.Marshal(d)
 	return string(b)
 }
 
 // parseDesc reads a consumer's description; ok is false for a consumer
 // conveyor did not make.
-func parseDesc(s string) (d consumerDesc, ok bool) {
-	if json.Unmarshal([]byte(s), &d) != nil || d.Sub == "" {
-		return consumerDesc{}, false
-	}
-	return d, true
-}
+func parseDesc(s string) (consumerDesc, bool) { return logstore.Parse[consumerDesc]([]byte(s)) }
 
-// skips reports whether stream sequence seq is not the subscription's.
-func (d consumerDesc) skips(seq uint64) bool {
-	return d.SkipFrom > 0 && seq >= d.SkipFrom && seq <= d.SkipTo
+// lastSeq returns where stream ends now, its last sequence; label names
+// whose stream it is in errors.
+func (st *topicState) lastSeq(ctx, rctx context.Context, stream jetstream.Stream, label string) func() (seq, error) {
+	return func() (seq, error) {
+		info, err := st.ps.streamInfo(rctx, stream)
+		if err != nil {
+			return 0, st.ps.fail(ctx, "looking up the stream of "+label, err)
+		}
+		return seq(info.State.LastSeq), nil
+	}
 }
 
 // config is the configuration of a consumer conveyor makes for s.
 func (s *subState) config(d consumerDesc) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       consumerName(s.name),
-		Description:   d.String(),
+		Description:   describe(d),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.st.ps.opts.Lease,
 		MaxDeliver:    -1, // conveyor's retry policy decides when a message is dead
@@ -168,19 +160,11 @@ func (s *subState) declare(ctx context.Context, retry *pubsub.RetryPolicy) (jets
 		if d.Sub == "" {
 			d.Sub = s.name
 		}
-		if d.Reserve {
-			declared := consumerDesc{Sub: s.name, Retry: retry}
-			if d.Until > 0 {
-				info, err := s.st.ps.streamInfo(rctx, stream)
-				if err != nil {
-					return nil, s.st.ps.fail(ctx, "looking up the stream of "+s.label(), err)
-				}
-				declared.SkipFrom, declared.SkipTo = d.Until+1, info.State.LastSeq
-			}
-			d = declared
+		if d, err = d.Declare(retry, s.st.lastSeq(ctx, rctx, stream, s.label())); err != nil {
+			return nil, err
 		}
-		if cfg.AckWait != s.st.ps.opts.Lease || cfg.Description != d.String() {
-			cfg.AckWait, cfg.Description = s.st.ps.opts.Lease, d.String()
+		if cfg.AckWait != s.st.ps.opts.Lease || cfg.Description != describe(d) {
+			cfg.AckWait, cfg.Description = s.st.ps.opts.Lease, describe(d)
 			if c, err = stream.UpdateConsumer(rctx, cfg); err != nil {
 				if errors.Is(err, jetstream.ErrConsumerNotFound) {
 					continue
@@ -244,16 +228,12 @@ func (st *topicState) retireReserve(ctx context.Context, stream jetstream.Stream
 		def.forget()
 		return nil
 	}
-	if d.Until > 0 {
-		return nil
+	d, noted, err := d.NoteUntil(st.lastSeq(ctx, rctx, stream, def.label()))
+	if err != nil || !noted {
+		return err
 	}
-	sinfo, err := st.ps.streamInfo(rctx, stream)
-	if err != nil {
-		return st.ps.fail(ctx, "looking up the stream of "+def.label(), err)
-	}
-	d.Until = sinfo.State.LastSeq
 	cfg := info.Config
-	cfg.Description = d.String()
+	cfg.Description = describe(d)
 	if _, err := stream.UpdateConsumer(rctx, cfg); err != nil {
 		return st.ps.fail(ctx, "updating the reserve of "+def.label(), err)
 	}
@@ -286,15 +266,10 @@ func (s *subState) forget() {
 func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.SubscriptionConfig) (driver.SubscriptionConfig, error) {
 	st := ps.topic(topic)
 	s := st.sub(sub)
-	var own *pubsub.RetryPolicy
-	if cfg.Own {
-		own = &cfg.Retry
-	}
-	if _, err := s.declare(ctx, own); err != nil {
+	if _, err := s.declare(ctx, logstore.OwnRetry(cfg)); err != nil {
 		return driver.SubscriptionConfig{}, err
 	}
-	_, d := s.cached()
-	got := driver.SubscriptionConfig{Retry: s.retryPolicy(), Lease: ps.opts.Lease, Own: d.Retry != nil}
+	got := s.subConfig()
 	if sub == pubsub.DefaultSubscription {
 		return got, nil
 	}
@@ -305,13 +280,12 @@ func (ps *store) Subscribe(ctx context.Context, topic, sub string, cfg driver.Su
 	return got, st.retireReserve(ctx, stream)
 }
 
-// retryPolicy is the subscription's retry policy, as its consumer's
-// description found or made last says: its own, or the PubSub's.
-func (s *subState) retryPolicy() pubsub.RetryPolicy {
-	if _, d := s.cached(); d.Retry != nil {
-		return *d.Retry
-	}
-	return s.st.ps.opts.Retry
+// subConfig is the subscription's configuration, as its consumer's
+// description found or made last says: its own retry policy, or the
+// PubSub's.
+func (s *subState) subConfig() driver.SubscriptionConfig {
+	_, d := s.cached()
+	return d.Config(driver.SubscriptionConfig{Retry: s.st.ps.opts.Retry, Lease: s.st.ps.opts.Lease})
 }
 
 // Subscriptions lists the subscriptions of topic, sorted by name.
@@ -323,18 +297,17 @@ func (ps *store) Subscriptions(ctx context.Context, topic string) ([]string, err
 	}
 	rctx, cancel := ps.request(ctx)
 	defer cancel()
-	names := []string{}
+	var all []consumerDesc
 	list := stream.ListConsumers(rctx)
 	for info := range list.Info() {
-		if d, ok := parseDesc(info.Config.Description); ok && !d.Reserve {
-			names = append(names, d.Sub)
+		if d, ok := parseDesc(info.Config.Description); ok {
+			all = append(all, d)
 		}
 	}
 	if err := list.Err(); err != nil {
 		return nil, ps.fail(ctx, "listing the consumers", err)
 	}
-	slices.Sort(names)
-	return names, nil
+	return logstore.Names(slices.Values(all)), nil
 }
 
 // DeleteSubscription removes subscription sub of topic: its consumer, the

@@ -26,6 +26,11 @@
 //     deletes and purges them over a DeadLog, the store's primitives:
 //     scan in order, look up, remove one, purge a prefix, and append a
 //     record to the subscription's own log.
+//   - Subscriptions: a group gets only what is appended after it was
+//     made, so a publish to a topic without subscriptions makes the
+//     default one in reserve, which a consumer of the default declares
+//     later. A Subscription, kept by the store as JSON, carries these
+//     rules (Declare, NoteUntil, Skips, Names) over the store's Position.
 //
 // docs/design/logstore.md says what is shared and what each store
 // supplies.
