@@ -37,7 +37,7 @@ func (s *subscription) AckedSince(_ context.Context, since time.Time) (int64, er
 // ackWindow is how many seconds back a subscription counts its acks.
 const ackWindow = 1024
 
-// Acks are counted where an Ack already holds a lock: each inflight shard
+// Acks are counted where an Ack already holds a lock: each live shard
 // counts the acks of its latest second under its mu (endLease), and moves
 // them into the queue's ring of per-second buckets when an ack of a later
 // second comes. An Ack thus costs one atomic load, an increment, no atomic
@@ -121,7 +121,7 @@ type ackTally struct {
 }
 
 // countAck counts an ack of second sec (of the coarse clock) in sh. Called with sh.mu held.
-func (q *queue) countAck(sh *inflightShard, sec int64) {
+func (q *queue) countAck(sh *liveShard, sec int64) {
 	if t := &sh.acks; t.sec != sec {
 		if t.n > 0 {
 			q.acks.add(t.sec, t.n)
@@ -139,12 +139,12 @@ func (q *queue) ackedSince(from, now int64) int64 {
 	if from > now {
 		return 0
 	}
-	for i := range q.inflight {
-		q.inflight[i].mu.Lock()
+	for i := range q.live {
+		q.live[i].mu.Lock()
 	}
 	n := q.acks.sum(from, now)
-	for i := range q.inflight {
-		sh := &q.inflight[i]
+	for i := range q.live {
+		sh := &q.live[i]
 		if t := sh.acks; t.sec >= from && t.sec <= now {
 			n += t.n
 		}

@@ -18,7 +18,7 @@ func TestAckCount(t *testing.T) {
 	const start = int64(1_800_000_000) // unix seconds
 	q := &queue{}
 	ack := func(shard int, sec int64) {
-		sh := &q.inflight[shard]
+		sh := &q.live[shard]
 		sh.mu.Lock()
 		q.countAck(sh, sec)
 		sh.mu.Unlock()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/conveyorgo/conveyor/pubsub/admin"
@@ -26,84 +24,15 @@ var (
 	_ driver.DeadDeleter = (*subscription)(nil)
 )
 
-// readySet is the set of a queue's ready entries, sharded by ID as the
-// inflight list is, each shard a doubly linked list through entry.rprev
-// and rnext: adding and removing take no allocation.
-type readySet struct {
-	shards [inflightShards]readyShard
-}
-
-type readyShard struct {
-	mu    sync.Mutex
-	head  entry // sentinel, linked to itself once used
-	count atomic.Int64
-}
-
-// len counts the entries in the set.
-func (s *readySet) len() int64 {
-	var n int64
-	for i := range s.shards {
-		n += s.shards[i].count.Load()
-	}
-	return n
-}
-
-func (s *readySet) add(e *entry) {
-	sh := &s.shards[e.id%inflightShards]
-	sh.mu.Lock()
-	if e.rprev == nil {
-		h := &sh.head
-		if h.rnext == nil {
-			h.rprev, h.rnext = h, h
-		}
-		e.rprev, e.rnext = h.rprev, h
-		e.rprev.rnext, h.rprev = e, e
-		sh.count.Add(1)
-	}
-	sh.mu.Unlock()
-}
-
-// remove takes e out of the set if it is in it.
-func (s *readySet) remove(e *entry) {
-	sh := &s.shards[e.id%inflightShards]
-	sh.mu.Lock()
-	if e.rprev != nil {
-		e.rprev.rnext, e.rnext.rprev = e.rnext, e.rprev
-		e.rprev, e.rnext = nil, nil
-		sh.count.Add(-1)
-	}
-	sh.mu.Unlock()
-}
-
-// entries returns the entries of the set, or of the shard of id alone
-// when id is not 0.
-func (s *readySet) entries(id uint64) []*entry {
+// liveEntries returns the ready and leased entries, or those of the shard
+// of id alone when id is not 0.
+func (q *queue) liveEntries(id uint64) []*entry {
 	var out []*entry
-	for i := range s.shards {
-		if id != 0 && uint64(i) != id%inflightShards {
+	for i := range q.live {
+		if id != 0 && uint64(i) != id%liveShards {
 			continue
 		}
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		if h := &sh.head; h.rnext != nil {
-			for e := h.rnext; e != h; e = e.rnext {
-				out = append(out, e)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return out
-}
-
-// inflightEntries returns the leased entries, or those of the shard of id
-// alone when id is not 0.
-func (q *queue) inflightEntries(id uint64) []*entry {
-	var out []*entry
-	for i := range q.inflight {
-		if id != 0 && uint64(i) != id%inflightShards {
-			continue
-		}
-		sh := &q.inflight[i]
+		sh := &q.live[i]
 		sh.mu.Lock()
 		for e := sh.head.next; e != &sh.head; e = e.next {
 			out = append(out, e)
@@ -118,10 +47,8 @@ func (q *queue) inflightEntries(id uint64) []*entry {
 // state under its lock.
 func (q *queue) inState(state admin.MessageState, id uint64) []*entry {
 	switch state {
-	case admin.StateReady:
-		return q.ready.entries(id)
-	case admin.StateProcessing:
-		return q.inflightEntries(id)
+	case admin.StateReady, admin.StateProcessing:
+		return q.liveEntries(id)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -259,7 +186,7 @@ func (s *subscription) Cancel(_ context.Context, id string) error {
 	defer e.mu.Unlock()
 	switch e.state {
 	case stReady:
-		q.ready.remove(e)
+		q.dropReady(e)
 	case stScheduled:
 		if e.cold.timer != nil { // scheduled: cold is made
 			e.cold.timer.Stop()

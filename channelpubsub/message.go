@@ -31,10 +31,7 @@ type entry struct {
 	created    int64         // when it was enqueued, by the PubSub's coarse clock
 	leaseUntil atomic.Int64  // by the PubSub's coarse clock; written under mu
 	leased     atomic.Uint64 // token of the delivery holding the lease, 0 if none; written under mu
-	prev, next *entry        // in the queue's inflight list while leased; guarded by the shard's mu
-	// rprev, rnext link it in the queue's ready set while it is ready
-	// (in the channel or waiting for room); guarded by the shard's mu.
-	rprev, rnext *entry
+	prev, next *entry        // in the queue's live shard while ready or leased; guarded by the shard's mu
 
 	mu      sync.Mutex
 	state   state
@@ -104,7 +101,6 @@ func (e *entry) AppendID(b []byte) []byte { return strconv.AppendUint(b, e.id, 1
 // was cancelled (Cancel) while in the channel.
 func (e *entry) deliver() *driver.Slot {
 	e.mu.Lock()
-	e.q.ready.remove(e)
 	if e.state != stReady {
 		e.mu.Unlock()
 		return nil
@@ -114,7 +110,7 @@ func (e *entry) deliver() *driver.Slot {
 	e.state = stProcessing
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
-	e.q.addInflight(e)
+	e.q.leased(e)
 	s := &e.first // made with its Data and Header
 	if e.token != 1 {
 		s = new(driver.Slot)
@@ -154,8 +150,9 @@ func (e *entry) expire(token uint64, now int64) {
 		e.mu.Unlock() // settled or extended meanwhile
 		return
 	}
-	q.endLease(e, false)
-	if q.retryPolicy().Exhausted(int(e.attempt)) {
+	exhausted := q.retryPolicy().Exhausted(int(e.attempt))
+	q.endLease(e, false, !exhausted)
+	if exhausted {
 		q.bury(e, driver.ReasonLeaseExpired)
 		f := pubsub.Failure{Kind: pubsub.Dead, Cause: pubsub.LeaseExpired, Topic: q.topic, Subscription: q.sub,
 			MessageID: e.ID(), Attempt: int(e.attempt), Err: errLeaseExpired, Time: e.cold.diedAt}
@@ -185,7 +182,7 @@ func settle(d *driver.Delivery, acked bool, f func(*entry)) error {
 		e.mu.Unlock()
 		return err
 	}
-	e.q.endLease(e, acked)
+	e.q.endLease(e, acked, false)
 	f(e)
 	e.mu.Unlock()
 	return nil

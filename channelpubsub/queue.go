@@ -36,12 +36,13 @@ type queue struct {
 	batchSlot chan struct{} // held by the batch going in
 	batchRest atomic.Int64  // items of that batch still waiting for room
 
-	// inflight links the entries leased to consumers, sharded by ID so
-	// that concurrent consumers rarely meet on one lock.
-	inflight [inflightShards]inflightShard
-	// ready holds the entries that are ready (in ch or waiting for room),
-	// for Peek, Cancel and Stats: a channel cannot be looked into.
-	ready readySet
+	// live links the entries that are ready (in ch or waiting for room:
+	// a channel cannot be looked into) or leased to a consumer, for Peek,
+	// Cancel, Stats and the expiry of leases; sharded by ID so that
+	// concurrent consumers rarely meet on one lock. An entry is linked
+	// once when it becomes ready and unlinked once when it leaves both
+	// states, so a delivery costs one link and one unlink.
+	live [liveShards]liveShard
 
 	mu        sync.Mutex
 	scheduled map[*entry]struct{} // delayed or backing off
@@ -54,16 +55,21 @@ type queue struct {
 	acks  ackRing // by the second, for AckedSince (ackcount.go)
 }
 
-const inflightShards = 16
+const liveShards = 16
 
-// inflightShard is a doubly linked list of leased entries (through
-// entry.prev and entry.next): linking and unlinking take no allocation.
-type inflightShard struct {
-	mu    sync.Mutex
-	head  entry // sentinel; head.next is the oldest lease
-	count atomic.Int64
-	acks  ackTally // the acks of the latest second, not yet in the queue's ring
+// liveShard is a doubly linked list of live entries (through entry.prev
+// and entry.next): linking and unlinking take no allocation. Its counts
+// follow the entries' states, each changed with the entry's mu held.
+type liveShard struct {
+	mu         sync.Mutex
+	head       entry        // sentinel
+	ready      atomic.Int64 // entries ready
+	processing atomic.Int64 // entries leased
+	acks       ackTally     // the acks of the latest second, not yet in the queue's ring
 }
+
+// shard returns the live shard of e.
+func (q *queue) shard(e *entry) *liveShard { return &q.live[e.id%liveShards] }
 
 // retryPolicy returns the subscription's retry policy.
 func (q *queue) retryPolicy() pubsub.RetryPolicy {
@@ -84,8 +90,8 @@ func newQueue(ps *store, topic, sub string) *queue {
 		scheduled: make(map[*entry]struct{}),
 	}
 	q.pause.init()
-	for i := range q.inflight {
-		h := &q.inflight[i].head
+	for i := range q.live {
+		h := &q.live[i].head
 		h.prev, h.next = h, h
 	}
 	return q
@@ -111,7 +117,7 @@ func (q *queue) keepEntry(data []byte, h pubsub.Header) *entry {
 // owned by the store waits for room (redeliveries must never block the
 // timer or the consumer that caused them).
 func (q *queue) push(e *entry) {
-	q.ready.add(e)
+	q.makeReady(e)
 	select {
 	case q.ch <- e:
 		return
@@ -136,7 +142,7 @@ func (q *queue) push(e *entry) {
 // the batch slot when every entry is in.
 func (q *queue) pushAll(es []*entry) {
 	for _, e := range es {
-		q.ready.add(e)
+		q.makeReady(e)
 	}
 	for i, e := range es {
 		select {
@@ -251,7 +257,7 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 			return nil
 		}
 	}
-	q.ready.add(e) // before it can be dequeued
+	q.makeReady(e) // before it can be dequeued
 	select {
 	case q.ch <- e:
 		return nil
@@ -261,13 +267,13 @@ func (q *queue) enqueue(ctx context.Context, data []byte, h pubsub.Header, owned
 	case q.ch <- e:
 		return nil
 	case <-ctx.Done():
-		q.ready.remove(e) // never added
+		q.dropReady(e) // never added
 		return fmt.Errorf("full (Options.Capacity %d) until ctx ended: %w", cap(q.ch), ctx.Err())
 	case <-handleClosed:
-		q.ready.remove(e)
+		q.dropReady(e)
 		return errStopped
 	case <-q.ps.closed:
-		q.ready.remove(e)
+		q.dropReady(e)
 		return errStopped
 	case <-q.gone:
 		return nil
@@ -401,11 +407,11 @@ func (q *queue) dequeue(ctx context.Context, handleClosed <-chan struct{}) (*dri
 // before now.
 func (q *queue) expireLeases(now int64) {
 	var expired []delivery
-	for i := range q.inflight {
-		sh := &q.inflight[i]
+	for i := range q.live {
+		sh := &q.live[i]
 		sh.mu.Lock()
 		for e := sh.head.next; e != &sh.head; e = e.next {
-			if e.leaseUntil.Load() < now {
+			if e.leased.Load() != 0 && e.leaseUntil.Load() < now {
 				expired = append(expired, delivery{e, e.leased.Load()})
 			}
 		}
@@ -431,37 +437,68 @@ func (q *queue) drop() {
 	q.stopTimers()
 }
 
-// addInflight links e, just leased. Called with e.mu held.
-func (q *queue) addInflight(e *entry) {
-	sh := &q.inflight[e.id%inflightShards]
+// makeReady counts e, which becomes ready, and links it unless it is
+// linked (an expired lease's entry stays linked). Called with e.mu held,
+// or before e is shared.
+func (q *queue) makeReady(e *entry) {
+	sh := q.shard(e)
 	sh.mu.Lock()
-	e.prev, e.next = sh.head.prev, &sh.head
-	e.prev.next, sh.head.prev = e, e
+	if e.prev == nil {
+		e.prev, e.next = sh.head.prev, &sh.head
+		e.prev.next, sh.head.prev = e, e
+	}
 	sh.mu.Unlock()
-	sh.count.Add(1)
+	sh.ready.Add(1)
 }
 
-// endLease unlinks e, whose delivery is over, and counts its ack if acked.
-// Called with e.mu held.
-func (q *queue) endLease(e *entry, acked bool) {
-	e.leased.Store(0)
-	sh := &q.inflight[e.id%inflightShards]
+// unlink takes e out of its shard; acked counts an ack (AckedSince).
+func (q *queue) unlink(sh *liveShard, e *entry, acked bool) {
 	sh.mu.Lock()
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
+	if e.prev != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+		e.prev, e.next = nil, nil
+	}
 	if acked {
 		q.countAck(sh, q.ps.clock.Load()/int64(time.Second))
 	}
 	sh.mu.Unlock()
-	sh.count.Add(-1)
 }
 
-func (q *queue) countInflight() int64 {
-	var n int64
-	for i := range q.inflight {
-		n += q.inflight[i].count.Load()
+// dropReady unlinks e, ready and now never to be delivered (cancelled, or
+// its enqueue gave up). Called with e.mu held, or before e is shared.
+func (q *queue) dropReady(e *entry) {
+	sh := q.shard(e)
+	q.unlink(sh, e, false)
+	sh.ready.Add(-1)
+}
+
+// leased counts e, ready, as leased; it stays linked. Called with e.mu
+// held.
+func (q *queue) leased(e *entry) {
+	sh := q.shard(e)
+	sh.ready.Add(-1)
+	sh.processing.Add(1)
+}
+
+// endLease ends e's lease: e no longer counts as leased, and, unless it
+// is to be ready again (again: its lease ran out), it is unlinked, its ack
+// counted if acked. Called with e.mu held.
+func (q *queue) endLease(e *entry, acked, again bool) {
+	e.leased.Store(0)
+	sh := q.shard(e)
+	if !again {
+		q.unlink(sh, e, acked)
 	}
-	return n
+	sh.processing.Add(-1)
+}
+
+// count sums the live shards' counts.
+func (q *queue) count() (ready, processing int64) {
+	for i := range q.live {
+		ready += q.live[i].ready.Load()
+		processing += q.live[i].processing.Load()
+	}
+	return ready, processing
 }
 
 // bury records e as dead, keeping reason. Called with e.mu held, e no
@@ -547,11 +584,11 @@ func (q *queue) requeue(es []*entry) {
 }
 
 func (q *queue) stats() admin.Stats {
-	processing := q.countInflight()
+	ready, processing := q.count()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return admin.Stats{
-		Ready:      q.ready.len(),
+		Ready:      ready,
 		Scheduled:  int64(len(q.scheduled)),
 		Processing: processing,
 		Dead:       int64(len(q.dead)),
