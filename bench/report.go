@@ -268,11 +268,11 @@ func targets(results []Result) []Target {
 		// The defaults against the plain topic with the same consumers'
 		// settings; the other configurations are shown beside.
 		cs := conveyors(ScFanOut, func(r Result) float64 { return r.Publish })
-		add(fmt.Sprintf("fan-out, one producer of batches: publish with %d subscriptions ≥ 0.5× with none (defaults)", fanOutSubs), main.Publish >= 0.5*none.Publish,
+		add(fmt.Sprintf("fan-out, one producer of batches: publish with %d subscriptions ≥ 0.7× with none (defaults)", fanOutSubs), main.Publish >= 0.7*none.Publish,
 			"plain topic %s msgs/s; %s", num(none.Publish), against(cs, none.Publish))
 	}
 	if c, b := find(results, "conveyor channelpubsub", ScRoundtrip), find(results, "baseline: raw Go channel", ScRoundtrip); c != nil && b != nil {
-		add("channelpubsub round trip ≥ 0.5× raw Go channel", c.Median >= 0.5*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
+		add("channelpubsub round trip ≥ 0.7× raw Go channel", c.Median >= 0.7*b.Median, "%s msgs/s = %.2f× raw channel (%s)", num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	ts = append(ts, otelTargets(results)...)
 	if c, w := find(results, "conveyor event (dbpubsub)", ScEvents), find(results, "watermill cqrs (watermill-sql)", ScEvents); c != nil && w != nil {
@@ -280,7 +280,7 @@ func targets(results []Result) []Target {
 			num(c.Median), c.Median/w.Median, num(w.Median))
 	}
 	if c, b := find(results, "conveyor event (channelpubsub)", ScEvents), find(results, "baseline: JSON over a Go channel", ScEvents); c != nil && b != nil {
-		add("events on channelpubsub ≥ 0.5× JSON over a Go channel", c.Median >= 0.5*b.Median, "%s events/s = %.2f× the baseline (%s)",
+		add("events on channelpubsub ≥ 0.7× JSON over a Go channel", c.Median >= 0.7*b.Median, "%s events/s = %.2f× the baseline (%s)",
 			num(c.Median), c.Median/b.Median, num(b.Median))
 	}
 	ts = append(ts, natsTargets(results)...)
