@@ -40,12 +40,16 @@ func (t *Telemetry) inject(ctx context.Context) context.Context {
 	if len(h) == 0 {
 		return ctx
 	}
-	if old, _ := ctx.Value(headerctx.Key{}).(pubsub.Header); len(old) > 0 {
+	if old, _ := headerctx.From(ctx); len(old) > 0 {
 		return pubsub.WithHeader(ctx, h) // merged over the caller's
 	}
 	// h is this enqueue's own and nothing changes it from here: ctx keeps
-	// it as it is, where pubsub.WithHeader would keep a copy.
-	return context.WithValue(ctx, headerctx.Key{}, h)
+	// it as it is, where pubsub.WithHeader would keep a copy. A lone
+	// traceparent of the W3C propagator is valid as it is made.
+	if _, w3c := t.propagator.(propagation.TraceContext); w3c && len(h) == 1 && h["traceparent"] != "" {
+		return context.WithValue(ctx, headerctx.Key{}, headerctx.Checked(h))
+	}
+	return context.WithValue(ctx, headerctx.Key{}, map[string]string(h))
 }
 
 // extensionCarrier reads a trace context from an event's CloudEvents

@@ -40,15 +40,13 @@ func WithHeader(ctx context.Context, h Header) context.Context {
 	if len(h) == 0 {
 		return ctx
 	}
-	if old, _ := ctx.Value(headerctx.Key{}).(Header); len(old) > 0 {
-		merged := make(Header, len(old)+len(h))
+	if old, _ := headerctx.From(ctx); len(old) > 0 {
+		merged := make(map[string]string, len(old)+len(h))
 		maps.Copy(merged, old)
 		maps.Copy(merged, h)
-		h = merged
-	} else {
-		h = maps.Clone(h)
+		return context.WithValue(ctx, headerctx.Key{}, merged)
 	}
-	return context.WithValue(ctx, headerctx.Key{}, h)
+	return context.WithValue(ctx, headerctx.Key{}, map[string]string(maps.Clone(h)))
 }
 
 // ValidateHeader reports whether every backend can carry h: at most

@@ -13,12 +13,14 @@ import (
 // StartEnqueue) calls it and fails with its error, which wraps
 // pubsub.ErrInvalidHeader. The caller must not modify it.
 func HeaderFrom(ctx context.Context) (pubsub.Header, error) {
-	h, _ := ctx.Value(headerctx.Key{}).(pubsub.Header)
+	h, checked := headerctx.From(ctx)
 	if len(h) == 0 {
 		return nil, nil
 	}
-	if err := pubsub.ValidateHeader(h); err != nil {
-		return nil, err
+	if !checked {
+		if err := pubsub.ValidateHeader(h); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }
