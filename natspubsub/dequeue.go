@@ -21,12 +21,16 @@ import (
 // busy with it may take its whole lease (or extend it), and a message
 // fetched for it would wait that long. The server answers at once with
 // what is ready (a pull request that does not wait); only when nothing is
-// ready does the fetch wait for one message, for up to fetchWait. So a
-// fast consumer finds its next messages here, while a slow one holds back
-// none. A kept message is given back to the server (giveBack: a negative
-// ack, recorded as an unseen delivery so that it is no attempt, record.go)
-// once half its lease passed here, before the lease can run out; when this
-// process stops consuming the subscription for holdFor; and at Close. A
+// ready does the fetch wait for one message, for up to fetchWait. Each
+// message is kept for the Dequeues as it comes, so that they take the
+// first while the rest of the batch is on its way; one fetch at a time
+// keeps them in the order the server delivered them (it deals the messages
+// of concurrent pull requests out in turn). So a fast consumer
+// finds its next messages here, while a slow one holds back none. A kept
+// message is given back to the server (giveBack: a negative ack, recorded
+// as an unseen delivery so that it is no attempt, record.go) once half its
+// lease passed here, before the lease can run out; when this process stops
+// consuming the subscription for holdFor; and at Close. A
 // fetch ends with the PubSub, not with the Dequeue that started it, so
 // that what it brings after that Dequeue left is kept for the next one
 // rather than sent to a request nobody reads any more.
@@ -376,11 +380,10 @@ func (s *subState) fetch() {
 	n, logged := s.aheadLocked()-len(f.pending), f.logged
 	f.mu.Unlock()
 	ps := s.st.ps
-	var msgs []*message
 	var err error
 	if n > 0 {
 		if err = s.watchRestart(ps.ctx); err == nil {
-			msgs, err = s.pull(ps.ctx, n)
+			err = s.pull(ps.ctx, n)
 		}
 	}
 	if err != nil && ps.ctx.Err() == nil && !errors.Is(err, pubsub.ErrNoSubscription) && !errors.Is(err, ErrNoStream) {
@@ -396,61 +399,60 @@ func (s *subState) fetch() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetching, f.err, f.logged = false, err, err != nil
-	f.pending = append(f.pending, msgs...)
 	f.wakeLocked()
 	s.watchIdleLocked()
 	s.watchLapseLocked()
 }
 
 // pull asks for up to n messages ready now; when none is, it waits for
-// one, until ctx ends or fetchWait passed. It returns no message and no
-// error when nothing came or what came is not to be handed out.
-func (s *subState) pull(ctx context.Context, n int) ([]*message, error) {
+// one, until ctx ends or fetchWait passed. It keeps each message to hand
+// out as it comes (acceptBatch); it returns no error when nothing came.
+func (s *subState) pull(ctx context.Context, n int) error {
 	cons, err := s.forDequeue(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	batch, err := cons.FetchNoWait(min(n, maxFetch))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	msgs, got, err := s.acceptBatch(batch, nil)
+	got, err := s.acceptBatch(batch, nil)
 	if err != nil {
 		s.recheck() // the consumer may be gone: look it up again
 	}
 	if got > 0 || err != nil {
-		return msgs, err
+		return err
 	}
 	fctx, cancel := context.WithTimeout(ctx, fetchWait)
 	defer cancel()
 	batch, err = cons.Fetch(1, jetstream.FetchContext(fctx))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	msgs, got, err = s.acceptBatch(batch, fctx)
+	got, err = s.acceptBatch(batch, fctx)
 	if got == 0 && fctx.Err() != nil && ctx.Err() == nil {
 		// A pull request to a consumer deleted meanwhile waits out its
 		// time without an error: look the consumer up again.
 		s.recheck()
 	}
-	return msgs, err
+	return err
 }
 
-// acceptBatch returns the messages of batch to hand out, how many
-// deliveries it brought, and its error, unless the error is the end of
-// fctx (a waiting request's own deadline).
-func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Context) ([]*message, int, error) {
-	var msgs []*message
+// acceptBatch keeps the messages of batch to hand out as each comes, so
+// that a Dequeue takes the first while the rest are on their way, and
+// returns how many deliveries batch brought and its error, unless the
+// error is the end of fctx (a waiting request's own deadline).
+func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Context) (int, error) {
 	got := 0
 	for jm := range batch.Messages() {
 		got++
 		if m := s.accept(jm); m != nil {
-			msgs = append(msgs, m)
+			s.keepFetched(m)
 		}
 	}
 	err := batch.Error()
 	if err == nil || got > 0 || (fctx != nil && fctx.Err() != nil) {
-		return msgs, got, nil
+		return got, nil
 	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 		// Deleted (by DeleteSubscription here or in another process): no
@@ -460,9 +462,21 @@ func (s *subState) acceptBatch(batch jetstream.MessageBatch, fctx context.Contex
 		// request waited on the deleted consumer (a Subscribe after the
 		// delete).
 		s.forget()
-		return nil, 0, nil
+		return 0, nil
 	}
-	return nil, 0, err
+	return 0, err
+}
+
+// keepFetched adds m, fetched, to the messages kept to hand out, in the order
+// they came, and wakes a waiting Dequeue. The give-back of a message kept
+// too long is armed when the fetch ends (fetch), which a batch does at
+// once: its pull request does not wait.
+func (s *subState) keepFetched(m *message) {
+	f := &s.f
+	f.mu.Lock()
+	f.pending = append(f.pending, m)
+	f.wakeLocked()
+	f.mu.Unlock()
 }
 
 // forDequeue returns the consumer a Dequeue reads: consuming the default

@@ -151,14 +151,28 @@ func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 	if s.st.ps.opts.ConfirmAck {
 		return m.settle(ctx, "ack", func(ctx context.Context) error { return s.acked(m.jm.DoubleAck(ctx)) })
 	}
-	return m.settle(ctx, "ack", func(context.Context) error { return s.acked(m.jm.Ack()) })
+	// A plain ack only writes to the connection: no request, no deadline.
+	if err := m.take(); err != nil {
+		return err
+	}
+	if err := s.acked(m.jm.Ack()); err != nil {
+		return s.st.ps.fail(ctx, "ack", err)
+	}
+	return nil
 }
 
 // Retry gives d's message back to the server, for a delivery after delay.
 // The server keeps no reason with it.
 func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, _ string) error {
 	m := d.Msg.(*message)
-	return m.settle(ctx, "nack", func(context.Context) error { return m.jm.NakWithDelay(delay) })
+	// A negative ack only writes to the connection, like a plain ack.
+	if err := m.take(); err != nil {
+		return err
+	}
+	if err := m.jm.NakWithDelay(delay); err != nil {
+		return s.st.ps.fail(ctx, "nack", err)
+	}
+	return nil
 }
 
 // Dead keeps d's message in the dead letters with reason (kill).
@@ -206,9 +220,24 @@ func (s *subState) Extend(ctx context.Context, d *driver.Delivery, by time.Durat
 }
 
 // settle runs op, the settle what of the delivery, while it holds its
-// lease, else returns driver.ErrLeaseLost. The engine calls it once per
-// delivery that succeeds.
+// lease (take), with a ctx bounded by the request timeout and Close. The
+// engine calls it once per delivery that succeeds.
 func (m *message) settle(ctx context.Context, what string, op func(context.Context) error) error {
+	if err := m.take(); err != nil {
+		return err
+	}
+	rctx, cancel := m.s.st.ps.request(ctx)
+	defer cancel()
+	if err := op(rctx); err != nil {
+		return m.s.st.ps.fail(ctx, what, err)
+	}
+	return nil
+}
+
+// take readies the delivery to be settled: it returns
+// driver.ErrLeaseLost unless the delivery holds its lease, stops renewing
+// an extended lease, and forgets the delivery in hand.
+func (m *message) take() error {
 	m.mu.Lock()
 	if err := m.leased(); err != nil {
 		m.mu.Unlock()
@@ -220,11 +249,6 @@ func (m *message) settle(ctx context.Context, what string, op func(context.Conte
 	}
 	m.mu.Unlock()
 	m.s.settled(m)
-	rctx, cancel := m.s.st.ps.request(ctx)
-	defer cancel()
-	if err := op(rctx); err != nil {
-		return m.s.st.ps.fail(ctx, what, err)
-	}
 	return nil
 }
 
