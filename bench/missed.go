@@ -35,7 +35,7 @@ var whyMissed = []struct{ goal, why string }{
 	{"fan-out to",
 		"a publish writes one row per subscription and each copy is claimed and acked on its own (docs/design/dbpubsub.md, \"Copies per subscription, not a log and cursors\"); watermill-sql's consumer groups read one log with an offset each"},
 	{"fan-out, one producer of batches: publish",
-		"a publish with 4 subscriptions writes 4 rows per message into 4 queues; a plain topic writes one"},
+		"a publish writes one row per subscription, into each one's queue (4 or 16 rows a message); a plain topic writes one"},
 	{"events on dbpubsub",
 		"the server's statements are the bound: in pg_stat_statements, per event ~10 WAL records, 5 of them the claim's (it locks and deletes the ready row and inserts it into the message table), 3.6 the ack's (never a HOT update), 2 the enqueue's; claims take the most server time, 5-9 rows each, one after each enqueue commit; a producer's own waiting consumers could take its rows in the enqueue statement, saving the claim and the move (not built; docs/design/dbpubsub.md, \"Where the server's time goes in the events scenario\")"},
 	{"events on channelpubsub",

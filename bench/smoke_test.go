@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,10 @@ func TestSmoke(t *testing.T) {
 	if r := find(rep.Results, "conveyor dbpubsub (no subscriptions)", ScFanOut); r == nil || r.Runs[0].Count != int64(cfg.N) || r.Publish <= 0 {
 		t.Errorf("conveyor fan-out without subscriptions: got %+v, want %d messages published", r, cfg.N)
 	}
+	wide := fmt.Sprintf("conveyor dbpubsub (%d subscriptions)", manyFanOutSubs)
+	if r := find(rep.Results, wide, ScFanOut); r == nil || r.Subs != manyFanOutSubs || r.Runs[0].Count != int64(manyFanOutSubs*cfg.N) || r.Publish <= 0 {
+		t.Errorf("%s fan-out: got %+v, want %d deliveries to %d subscriptions and a publish rate", wide, r, manyFanOutSubs*cfg.N, manyFanOutSubs)
+	}
 	if len(rep.Targets) == 0 {
 		t.Error("no target of conveyor was checked")
 	}
@@ -107,8 +112,8 @@ func TestSmoke(t *testing.T) {
 			fanOutTargets++
 		}
 	}
-	if fanOutTargets != 2 {
-		t.Errorf("%d fan-out targets checked, want 2 (delivered against watermill-sql, publish against no subscriptions): %+v", fanOutTargets, rep.Targets)
+	if fanOutTargets != 3 {
+		t.Errorf("%d fan-out targets checked, want 3 (delivered against watermill-sql, publish with 4 and with 16 subscriptions against none): %+v", fanOutTargets, rep.Targets)
 	}
 	// The OTel overhead lines: each OTel system against the same system
 	// unwrapped, each with a reason should it be missed.
@@ -120,6 +125,9 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("target %q has no reason in missed.go", tg.Goal)
 			}
 		}
+	}
+	if tg := findTarget(rep.Targets, "OTel cost at 1% sampling"); tg == nil || why(tg.Goal) == "" {
+		t.Errorf("the OTel cost per message was not checked, or has no reason in missed.go: %+v", tg)
 	}
 	if otelTargets != 4 {
 		t.Errorf("%d OTel overhead targets checked, want 4 (channelpubsub round trip, dbpubsub drain, each with every message and 1%% sampled): %+v", otelTargets, rep.Targets)
@@ -320,4 +328,14 @@ func TestMedianAndPercentile(t *testing.T) {
 	if got := pct(ds, 99); got != 99*time.Millisecond {
 		t.Errorf("p99 = %v", got)
 	}
+}
+
+// findTarget returns the target whose goal begins with prefix, or nil.
+func findTarget(ts []Target, prefix string) *Target {
+	for i := range ts {
+		if strings.HasPrefix(ts[i].Goal, prefix) {
+			return &ts[i]
+		}
+	}
+	return nil
 }

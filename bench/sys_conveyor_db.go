@@ -27,10 +27,15 @@ type conveyorDB struct {
 	consumers  int      // 0: W
 	confirmAck bool     // Options.ConfirmAck
 	noSubs     bool     // the fan-out without subscriptions
+	manySubs   bool     // the fan-out to manyFanOutSubs subscriptions
 	otel       otelMode // wrapped by otelconveyor, and how it samples (otel.go)
 }
 
 const conveyorManyConsumers = 128
+
+// manyFanOutSubs is the number of subscriptions of the wide fan-out
+// (issue 35: its publish against the plain topic's).
+const manyFanOutSubs = 16
 
 // conveyorTopic is the topic the conveyor systems use.
 const conveyorTopic = "bench"
@@ -40,6 +45,7 @@ func init() {
 	register(conveyorDB{confirmAck: true})
 	register(conveyorDB{confirmAck: true, consumers: conveyorManyConsumers})
 	register(conveyorDB{noSubs: true})
+	register(conveyorDB{manySubs: true})
 	register(conveyorDB{otel: otelAll})
 	register(conveyorDB{otel: otelSampled})
 }
@@ -52,6 +58,8 @@ func (c conveyorDB) Name() string {
 		return "conveyor dbpubsub (ConfirmAck)"
 	case c.noSubs:
 		return "conveyor dbpubsub (no subscriptions)"
+	case c.manySubs:
+		return fmt.Sprintf("conveyor dbpubsub (%d subscriptions)", manyFanOutSubs)
 	case c.otel != otelOff:
 		return "conveyor dbpubsub" + c.otel.suffix()
 	}
@@ -70,6 +78,8 @@ func (c conveyorDB) Config(cfg Config) string {
 		workers = fmt.Sprintf("%d goroutines Dequeue+Ack (drain only)", c.consumers)
 	case c.noSubs:
 		workers = "fan-out only: the plain topic, no subscription, W goroutines Dequeue+Ack on its default subscription"
+	case c.manySubs:
+		workers = fmt.Sprintf("fan-out only: %d subscriptions (pubsub.Subscribe), one goroutine Dequeue+Ack each", manyFanOutSubs)
 	case c.otel != otelOff:
 		workers = "W goroutines Dequeue+Ack, as conveyor dbpubsub; " + c.otel.config() +
 			"; drain only: a process span per delivery (the prefill's send spans, one per batch, are not timed)"
@@ -94,7 +104,7 @@ func (c conveyorDB) Scenarios() []string {
 		return []string{ScDrain}
 	case c.confirmAck:
 		return []string{ScDrain, ScLatency, ScFanOut}
-	case c.noSubs:
+	case c.noSubs, c.manySubs:
 		return []string{ScFanOut}
 	}
 	return []string{ScEnqueue, ScBatch, ScDrain, ScLatency, ScBacklog, ScFanOut}
@@ -102,8 +112,11 @@ func (c conveyorDB) Scenarios() []string {
 
 // FanOutSubs is fanOutSubs, or none for the plain topic's variant.
 func (c conveyorDB) FanOutSubs() int {
-	if c.noSubs {
+	switch {
+	case c.noSubs:
 		return 0
+	case c.manySubs:
+		return manyFanOutSubs
 	}
 	return fanOutSubs
 }
