@@ -203,8 +203,9 @@ func newStatements(table string) statements {
 			SELECT g.ok, ins.id FROM g LEFT JOIN ins ON true
 				LEFT JOIN LATERAL (SELECT pg_notify($3, '') WHERE $3 <> '' AND ins.id IS NOT NULL) n ON true`),
 
-		// $1 channels: the notifier's round.
-		notify: r.Replace(`SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c WHERE {ASYNC}`),
+		// $1 channels, $2 the payload naming the store (store.sender): the
+		// notifier's round.
+		notify: r.Replace(`SELECT pg_notify(c, $2) FROM unnest($1::text[]) AS c WHERE {ASYNC}`),
 
 		// $1 topic: when the next pending message of the message table is
 		// due (the ready table's are all due).
