@@ -232,20 +232,28 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn, bo *backoff) error
 			}
 			return err
 		}
-		l.mu.Lock()
-		s := l.subs[n.Channel]
-		l.mu.Unlock()
-		switch {
-		case s == nil:
-		case n.Payload == payloadPause:
-			s.st.notePause(true)
-			st := s.st
-			st.ps.loops.Go(func(<-chan struct{}) { st.releaseAll() }) // else Close gives them back
-		case n.Payload == payloadResume:
-			s.st.notePause(false)
-		default:
-			s.st.wake()
-		}
+		l.notified(n.Channel, n.Payload)
+	}
+}
+
+// notified tells the subscriber of channel about a notification with
+// payload: a pause, a resume, or else a wake-up, unless this store's own
+// notifier sent it (its consumers were woken at the commit: notify.go).
+func (l *listener) notified(channel, payload string) {
+	l.mu.Lock()
+	s := l.subs[channel]
+	l.mu.Unlock()
+	switch {
+	case s == nil:
+	case payload == payloadPause:
+		s.st.notePause(true)
+		st := s.st
+		st.ps.loops.Go(func(<-chan struct{}) { st.releaseAll() }) // else Close gives them back
+	case payload == payloadResume:
+		s.st.notePause(false)
+	case payload == l.ps.sender:
+	default:
+		s.st.wake()
 	}
 }
 

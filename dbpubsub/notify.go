@@ -2,6 +2,8 @@ package dbpubsub
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"time"
 
@@ -71,6 +73,20 @@ func (p *pacer) pace(stop <-chan struct{}) {
 	p.last = time.Now()
 }
 
+// A round's payload names the store that sent it (newSender), so that its
+// own listener passes over it: the store's consumers were woken at the
+// enqueue's commit (topicState.committed), and waking them again would cost
+// a claim that finds nothing. Other stores and older versions read any
+// payload but pause and resume as a wake-up.
+
+// newSender returns a payload no other store's rounds carry: "w" and 16
+// random hex digits.
+func newSender() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return "w" + hex.EncodeToString(b[:])
+}
+
 // notifyLater marks the channel ch for the notifier's next round.
 func (ps *store) notifyLater(ch string) { ps.notifies.Add(ch, 0) }
 
@@ -86,7 +102,7 @@ func (ps *store) notifyRound(marks []string) {
 	}
 	ctx, cancel := context.WithTimeout(ps.ctx, ps.opts.StatementTimeout)
 	defer cancel()
-	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.notify, chans); err != nil {
+	if _, err := ps.sqldb.ExecContext(ctx, ps.stmts.notify, chans, ps.sender); err != nil {
 		// The consumers of other processes find the messages by polling.
 		ps.opts.Logger.Warn("dbpubsub: notify consumers", slog.Int("channels", len(chans)), slog.Any("error", err))
 	}

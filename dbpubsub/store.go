@@ -49,6 +49,7 @@ type store struct {
 	settles  *batch.Queue[*settleReq] // settle.go
 	pace     settlePace               // settle.go: when a settle lane lingers
 	notifies *batch.Queue[string]     // notify.go: channels to NOTIFY
+	sender   string                   // notify.go: the payload of the notifier's rounds, this store's own
 	listener *listener                // listen.go; nil with Options.NoListen
 	young    youngTable               // maintenance.go
 }
@@ -76,6 +77,7 @@ func newStore(db *bun.DB, o Options) *store {
 	ps.pace.kick = make(chan struct{}, 1)
 	ps.settles = newSettleQueue(ps)
 	ps.notifies = newNotifyQueue(ps)
+	ps.sender = newSender()
 	return ps
 }
 
