@@ -3,6 +3,7 @@ package dbpubsub
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -118,7 +119,7 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	st, ps := f.st, f.st.ps
 	ready := st.readyChan()
 	gen, pgen := st.dropped.Load(), st.pauseGen()
-	rows, paused, next, err := st.claim(n)
+	rows, paused, err := st.claim(n)
 	if err != nil {
 		if !ps.closing() {
 			st.reportFetch(err, func() { f.log.Warn("dbpubsub: claim failed; retrying", "error", err) })
@@ -156,7 +157,9 @@ func (f *fetcher) round(stop <-chan struct{}, n int) {
 	if st.pause.on.Load() {
 		// Resume wakes the fetcher (ready); without LISTEN, the next
 		// poll's claim tells.
-	} else if !next.IsZero() {
+	} else if next, ok, err := st.nextRunAt(); err != nil {
+		f.log.Warn("dbpubsub: looking up the next due message failed", "error", err)
+	} else if ok {
 		poll = min(poll, max(time.Until(next)+time.Millisecond, 5*time.Millisecond))
 	}
 	_, buffered, _ := st.wanted(0)
@@ -262,9 +265,8 @@ func (f *claimFloor) claimed(full bool, top int64, now time.Time) {
 }
 
 // claim takes up to n ready rows, oldest first, and says whether the
-// queue was paused (then it took none: pause.go) and when the next pending
-// row it did not take is due (zero: none).
-func (st *topicState) claim(n int) (_ []*delivery, paused bool, next time.Time, _ error) {
+// queue was paused (then it took none: pause.go).
+func (st *topicState) claim(n int) (_ []*delivery, paused bool, _ error) {
 	ps := st.ps
 	now := time.Now()
 	ctx, cancel := ps.stmtCtx(ps.ctx)
@@ -272,7 +274,7 @@ func (st *topicState) claim(n int) (_ []*delivery, paused bool, next time.Time, 
 	// The fetcher claims only once lookup succeeded.
 	rows, err := ps.sqldb.QueryContext(ctx, st.meta.Load().stmts.claim, st.name, n, ps.opts.Lease.Microseconds(), st.floor.at(now))
 	if err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	defer rows.Close()
 	var out []*delivery
@@ -283,14 +285,10 @@ func (st *topicState) claim(n int) (_ []*delivery, paused bool, next time.Time, 
 		d := &delivery{leased: now}
 		var ready bool
 		if err := rows.Scan(&d.id, &d.data, &d.attempt, &d.token, &d.runAt, &header, &ready); err != nil {
-			return nil, false, time.Time{}, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+			return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 		}
-		switch d.id {
-		case 0: // the row that says the queue is paused
+		if d.id == 0 { // the row that says the queue is paused
 			paused = true
-			continue
-		case -1: // the row that says when the next pending row is due
-			next = d.runAt
 			continue
 		}
 		if header != nil {
@@ -303,12 +301,12 @@ func (st *topicState) claim(n int) (_ []*delivery, paused bool, next time.Time, 
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
+		return nil, false, fmt.Errorf("dbpubsub: claim on %s: %w", st.label(), err)
 	}
 	ps.noteMoved(moved)
 	sortDeliveries(out)
 	st.floor.claimed(len(out) == n, top, now)
-	return out, paused, next, nil
+	return out, paused, nil
 }
 
 // decodeHeader returns the header of message id, stored as the JSON object
@@ -326,6 +324,18 @@ func (st *topicState) decodeHeader(id int64, b []byte) pubsub.Header {
 		return nil
 	}
 	return h
+}
+
+// nextRunAt says when the topic's next pending message is due.
+func (st *topicState) nextRunAt() (time.Time, bool, error) {
+	ps := st.ps
+	var next sql.NullTime
+	ctx, cancel := ps.stmtCtx(ps.ctx)
+	defer cancel()
+	if err := ps.sqldb.QueryRowContext(ctx, ps.stmts.nextRunAt, st.name).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("dbpubsub: next due message on %s: %w", st.label(), err)
+	}
+	return next.Time, next.Valid, nil
 }
 
 // handOut makes a claimed row the caller's delivery and reports whether

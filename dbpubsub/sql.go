@@ -20,6 +20,7 @@ type statements struct {
 	enqueueAt    string
 	notify       string
 	enqueueUniq  string
+	nextRunAt    string
 	settle       string
 	settleAsync  string // settle with an asynchronous commit, for acks nobody waits for
 	extend       string
@@ -74,11 +75,7 @@ const asyncCommit = `(SELECT set_config('synchronous_commit', 'off', true)) = 'o
 // id order, moved into the message table as processing, with their
 // headers. The last column tells the moved rows. RETURNING order is unspecified. The rows taken are
 // found again by id = ANY (ARRAY(…)), an index condition in any plan (as a
-// join, a generic plan may hash the whole ready table). A last row of id
-// -1 gives in run_at when the topic's next pending row not taken is due
-// (none: no such row), which a fetcher whose claim came back short sleeps
-// until: in the claim, rather than a statement of its own after it, so
-// that the fetcher is back waiting one round trip sooner. Its commit is
+// join, a generic plan may hash the whole ready table). Its commit is
 // asynchronous ({ASYNC}): a claim lost in a server crash leaves its rows
 // ready, to be delivered again.
 const claimSQL = `WITH p AS MATERIALIZED (SELECT EXISTS (SELECT FROM {P} WHERE queue = $1) AS held),
@@ -111,12 +108,7 @@ const claimSQL = `WITH p AS MATERIALIZED (SELECT EXISTS (SELECT FROM {P} WHERE q
 	UNION ALL
 	SELECT id, data, attempts, token, run_at, headers, true FROM ri
 	UNION ALL
-	SELECT 0, NULL, 0, 0, now(), NULL, false FROM p WHERE p.held
-	UNION ALL
-	SELECT -1, NULL, 0, 0, n.at, NULL, false FROM (
-		SELECT min(run_at) AS at FROM {T}
-		WHERE topic = $1 AND status = 'pending' AND NOT (id = ANY (ARRAY(SELECT id FROM m)))) n
-	WHERE n.at IS NOT NULL`
+	SELECT 0, NULL, 0, 0, now(), NULL, false FROM p WHERE p.held`
 
 // settleSQL settles the deliveries of rows $1 with tokens $2: status $3,
 // for status pending after $4 µs, with reason $5 (” keeps the last); it
@@ -214,6 +206,10 @@ func newStatements(table string) statements {
 		// $1 channels, $2 the payload naming the store (store.sender): the
 		// notifier's round.
 		notify: r.Replace(`SELECT pg_notify(c, $2) FROM unnest($1::text[]) AS c WHERE {ASYNC}`),
+
+		// $1 topic: when the next pending message of the message table is
+		// due (the ready table's are all due).
+		nextRunAt: r.Replace(`SELECT min(run_at) FROM {T} WHERE topic = $1 AND status = 'pending'`),
 
 		// Settles many deliveries in one statement, each fenced by its
 		// token and its lease (see settleSQL); settleAsync for a batch of

@@ -157,6 +157,7 @@ func TestHotStatementsAvoidSeqScanAfterGrowth(t *testing.T) {
 		{"extend", st.extend, `1, 1, 30000000`},
 		{"renew", st.renew, `'{1,2}', '{1,1}', 30000000`},
 		{"release", st.release, `'{1,2}', '{1,1}', 'ch'`},
+		{"nextRunAt", st.nextRunAt, `'t'`},
 		{"rescue", st.rescue, `1000, 25, 'ch', 'conveyor_events'`},
 		{"prune", st.prune, `86400000000, 1000`},
 	}
