@@ -228,6 +228,31 @@ func TestListenNotifyWakesIdleConsumer(t *testing.T) {
 	}
 }
 
+// A consumer that finds nothing due sleeps until the next delayed message
+// is, not until its poll: after a claim that came back short, the fetcher
+// asks when that is. The consumer does not LISTEN, and the message comes
+// from another PubSub, so nothing else wakes it.
+func TestFetcherSleepsUntilTheNextDueMessage(t *testing.T) {
+	t.Parallel()
+	const poll = time.Minute
+	dsn, db := newStore(t)
+	consumer := newPubSub(t, db, dbpubsub.Options{PollInterval: poll, NoListen: true})
+	producer := newPubSub(t, openDB(t, dsn), dbpubsub.Options{PollInterval: poll})
+	in, out := producer.Topic("due"), consumer.Topic("due")
+	if err := pubsub.EnqueueDelayed(context.Background(), in, []byte("later"), 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), poll/2)
+	defer cancel()
+	m, err := out.Dequeue(ctx)
+	if err != nil {
+		t.Fatalf("Dequeue: %v; want the delayed message once due, well before the poll interval %v", err, poll)
+	}
+	if err := m.Ack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestNotMigrated(t *testing.T) {
 	t.Parallel()
 	_, db := pgtest.NewSchema(t)
