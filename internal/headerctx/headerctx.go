@@ -2,7 +2,7 @@ package headerctx
 
 import "context"
 
-// Key is the context key of the header (a pubsub.Header, or a Checked)
+// Key is the context key of the header (a map[string]string, or a Checked)
 // that the enqueues called with the context give their messages. Whoever
 // puts a header under it must not change the header afterwards.
 type Key struct{}
