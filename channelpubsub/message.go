@@ -110,7 +110,7 @@ func (e *entry) deliver() *driver.Slot {
 	e.state = stProcessing
 	e.leaseUntil.Store(e.q.ps.leaseEnd(e.q.ps.opts.Lease))
 	e.leased.Store(e.token)
-	e.q.leased(e)
+	e.q.countLeased(e)
 	s := &e.first // made with its Data and Header
 	if e.token != 1 {
 		s = new(driver.Slot)

@@ -472,9 +472,9 @@ func (q *queue) dropReady(e *entry) {
 	sh.ready.Add(-1)
 }
 
-// leased counts e, ready, as leased; it stays linked. Called with e.mu
-// held.
-func (q *queue) leased(e *entry) {
+// countLeased counts e, ready, as leased; it stays linked. Called with
+// e.mu held.
+func (q *queue) countLeased(e *entry) {
 	sh := q.shard(e)
 	sh.ready.Add(-1)
 	sh.processing.Add(1)

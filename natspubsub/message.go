@@ -151,28 +151,14 @@ func (s *subState) Ack(ctx context.Context, d *driver.Delivery) error {
 	if s.st.ps.opts.ConfirmAck {
 		return m.settle(ctx, "ack", func(ctx context.Context) error { return s.acked(m.jm.DoubleAck(ctx)) })
 	}
-	// A plain ack only writes to the connection: no request, no deadline.
-	if err := m.take(); err != nil {
-		return err
-	}
-	if err := s.acked(m.jm.Ack()); err != nil {
-		return s.st.ps.fail(ctx, "ack", err)
-	}
-	return nil
+	return m.write(ctx, "ack", func() error { return s.acked(m.jm.Ack()) })
 }
 
 // Retry gives d's message back to the server, for a delivery after delay.
 // The server keeps no reason with it.
 func (s *subState) Retry(ctx context.Context, d *driver.Delivery, delay time.Duration, _ string) error {
 	m := d.Msg.(*message)
-	// A negative ack only writes to the connection, like a plain ack.
-	if err := m.take(); err != nil {
-		return err
-	}
-	if err := m.jm.NakWithDelay(delay); err != nil {
-		return s.st.ps.fail(ctx, "nack", err)
-	}
-	return nil
+	return m.write(ctx, "nack", func() error { return m.jm.NakWithDelay(delay) })
 }
 
 // Dead keeps d's message in the dead letters with reason (kill).
@@ -229,6 +215,18 @@ func (m *message) settle(ctx context.Context, what string, op func(context.Conte
 	rctx, cancel := m.s.st.ps.request(ctx)
 	defer cancel()
 	if err := op(rctx); err != nil {
+		return m.s.st.ps.fail(ctx, what, err)
+	}
+	return nil
+}
+
+// write is settle for an op that only writes to the connection (a plain
+// ack, a negative ack): no request, so no ctx of its own to make.
+func (m *message) write(ctx context.Context, what string, op func() error) error {
+	if err := m.take(); err != nil {
+		return err
+	}
+	if err := op(); err != nil {
 		return m.s.st.ps.fail(ctx, what, err)
 	}
 	return nil

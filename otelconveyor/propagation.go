@@ -46,7 +46,7 @@ func (t *Telemetry) inject(ctx context.Context) context.Context {
 	// h is this enqueue's own and nothing changes it from here: ctx keeps
 	// it as it is, where pubsub.WithHeader would keep a copy. A lone
 	// traceparent of the W3C propagator is valid as it is made.
-	if _, w3c := t.propagator.(propagation.TraceContext); w3c && len(h) == 1 && h["traceparent"] != "" {
+	if t.w3c && len(h) == 1 && h["traceparent"] != "" {
 		return context.WithValue(ctx, headerctx.Key{}, headerctx.Checked(h))
 	}
 	return context.WithValue(ctx, headerctx.Key{}, map[string]string(h))

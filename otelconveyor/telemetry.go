@@ -54,6 +54,7 @@ type Options struct {
 type Telemetry struct {
 	tracer     trace.Tracer
 	propagator propagation.TextMapPropagator
+	w3c        bool // propagator is W3C Trace Context alone: its traceparent is a valid header as made
 	interval   time.Duration
 	stats      *statsCollector
 
@@ -85,6 +86,7 @@ func New(opts Options) (*Telemetry, error) {
 	t := &Telemetry{
 		tracer:     tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		propagator: prop,
+		w3c:        isW3C(prop),
 		interval:   opts.StatsInterval,
 	}
 	var errs []error
@@ -147,4 +149,10 @@ func exemplarContext(ctx context.Context, span trace.Span) context.Context {
 		return ctx
 	}
 	return context.Background()
+}
+
+// isW3C reports whether prop is the W3C Trace Context propagator alone.
+func isW3C(prop propagation.TextMapPropagator) bool {
+	_, ok := prop.(propagation.TraceContext)
+	return ok
 }
